@@ -1,0 +1,39 @@
+"""The `hivemind` command: one typer app; each command group lives in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from hivemind.errors import HivemindError, UserError
+
+app = typer.Typer(
+    name="hivemind",
+    help=(
+        "Run a team of LLM agents whose shared memory is a folder: drop task files "
+        "into tasks/, write to mailboxes/, edit agents/<name>/ROM.md."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Each module adds its commands to `app` when imported (one module per group).
+from hivemind.cli import inspect_cmd  # noqa: E402
+
+inspect_cmd.register(app)
+
+
+def main() -> None:
+    """Entry point: user mistakes print one line, never a traceback."""
+    from hivemind.cli.common import err_console
+
+    try:
+        app()
+    except UserError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        raise SystemExit(1) from None
+    except HivemindError as exc:
+        err_console.print(f"[bold red]failed:[/] {exc}", highlight=False, soft_wrap=True)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None

@@ -1,0 +1,49 @@
+"""What every command shares: the `--hive` option, consoles, one-line errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from hivemind.hive.layout import Hive
+
+console = Console()
+err_console = Console(stderr=True)
+
+HiveOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--hive",
+        help="The hive folder (default: $HIVEMIND_HIVE, else the current directory).",
+        show_default=False,
+    ),
+]
+HiveArgument = Annotated[
+    Path | None,
+    typer.Argument(
+        help="The hive folder (same as --hive).",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def resolve_hive(*candidates: Path | None, must_exist: bool = True) -> Hive:
+    """The first given folder, else $HIVEMIND_HIVE, else the current directory."""
+    chosen = next((c for c in candidates if c is not None), None)
+    if chosen is None:
+        env = os.environ.get("HIVEMIND_HIVE")
+        chosen = Path(env) if env else Path.cwd()
+    if must_exist and not chosen.is_dir():
+        fail(f"{chosen}: no such hive folder (create one with `hivemind init {chosen}`)")
+    return Hive(chosen)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print one red line on stderr and exit; never a traceback for a user mistake."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)

@@ -1,0 +1,121 @@
+"""The one error tree of hivemind.
+
+    HivemindError
+    ├── UserError                     a person can fix it (bad file, bad flag, bad path)
+    │   ├── ConfigError               hive.toml or ROM.md is invalid
+    │   ├── FileFormatError           a task / message / ROM file cannot be parsed
+    │   ├── PathEscapeError           a path lies outside the allowed folders
+    │   ├── UnknownAgentError         no agents/<name>/ROM.md for that name
+    │   └── HiveLockedError           another daemon already runs on this hive
+    └── RuntimeFailure                the runtime could not do its job
+        ├── BudgetError               the budget cannot hold what must be sent
+        │   └── CriticalOverBudgetError   CRITICAL blocks alone exceed the budget
+        ├── BudgetExhaustedError      an agent spent its daily / per-task tokens
+        ├── ModelError                the model API failed (after retries)
+        │   ├── ModelRateLimitError   429 / 529 that outlived the retries
+        │   ├── ModelConnectionError  network, timeout
+        │   └── ModelRequestError     4xx: the request itself was refused
+        ├── ToolError                 a tool call failed (fed back to the model)
+        └── StoreError                the long-term memory store failed
+
+User errors print as one line, never a traceback; runtime failures are
+recorded in the audit log and `hivemind status`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class HivemindError(Exception):
+    """Root of every error hivemind raises on purpose."""
+
+
+class UserError(HivemindError):
+    """Something a person can fix: the message says what and where."""
+
+
+class ConfigError(UserError):
+    """hive.toml or an agent's ROM.md is invalid."""
+
+
+class FileFormatError(UserError):
+    """A file in the hive cannot be parsed; `path` and `line` say where."""
+
+    def __init__(self, path: Path | str, problem: str, line: int | None = None) -> None:
+        self.path = Path(path)
+        self.problem = problem
+        self.line = line
+        where = f"{self.path}" + (f": line {line}" if line is not None else "")
+        super().__init__(f"{where}: {problem}")
+
+    @property
+    def reason(self) -> str:
+        """The one-line reason without the path (for `.reason` files)."""
+        return (f"line {self.line}: " if self.line is not None else "") + self.problem
+
+
+class PathEscapeError(UserError):
+    """A path resolves outside the folders it is allowed to touch."""
+
+
+class UnknownAgentError(UserError):
+    """No agent of that name exists in the hive."""
+
+
+class HiveLockedError(UserError):
+    """Another daemon holds the hive lock."""
+
+    def __init__(self, hive: Path, pid: int | None) -> None:
+        self.pid = pid
+        who = f"pid {pid}" if pid is not None else "another process"
+        super().__init__(f"{hive}: a hivemind daemon already runs on this hive ({who})")
+
+
+class RuntimeFailure(HivemindError):
+    """The runtime could not do its job; not a user's mistake."""
+
+
+class BudgetError(RuntimeFailure):
+    """The token budget cannot hold what must be sent."""
+
+
+class CriticalOverBudgetError(BudgetError):
+    """CRITICAL blocks alone do not fit the budget."""
+
+    def __init__(self, sizes: dict[str, int], budget: int) -> None:
+        self.sizes = sizes
+        self.budget = budget
+        listed = ", ".join(f"{bid} ({n} tokens)" for bid, n in sizes.items())
+        super().__init__(
+            f"CRITICAL blocks need {sum(sizes.values())} tokens but the budget is {budget}: "
+            f"{listed}; shorten them or raise max_context_tokens"
+        )
+
+
+class BudgetExhaustedError(RuntimeFailure):
+    """An agent has spent its token budget for the day or the task."""
+
+
+class ModelError(RuntimeFailure):
+    """The model API failed after the SDK's retries."""
+
+
+class ModelRateLimitError(ModelError):
+    """Rate limited or overloaded (429 / 529) beyond the retries."""
+
+
+class ModelConnectionError(ModelError):
+    """The model API could not be reached or timed out."""
+
+
+class ModelRequestError(ModelError):
+    """The model API refused the request (4xx other than 429)."""
+
+
+class ToolError(RuntimeFailure):
+    """A tool call failed; the message is shown to the model as a tool error."""
+
+
+class StoreError(RuntimeFailure):
+    """The long-term memory store failed."""

@@ -1,0 +1,152 @@
+"""The hive on disk (DESIGN §2): where every kind of file lives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HUMAN = "human"
+"""The mailbox people read; not an agent."""
+
+# Names an editor or a half-finished write uses; never read as hive content.
+_TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
+
+
+def is_temp_name(name: str) -> bool:
+    """True for editor temp / hidden names (`.*`, `*~`, `*.swp`, `*.tmp`, ...)."""
+    return name.startswith(".") or name.startswith("#") or name.endswith(_TEMP_SUFFIXES)
+
+
+class Hive:
+    """Paths of one hive. Folders are created on demand by `ensure()`."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).resolve()
+
+    def __repr__(self) -> str:
+        return f"Hive({str(self.root)!r})"
+
+    # -- top level -----------------------------------------------------------
+    @property
+    def config_file(self) -> Path:
+        return self.root / "hive.toml"
+
+    @property
+    def agents_dir(self) -> Path:
+        return self.root / "agents"
+
+    @property
+    def knowledge_dir(self) -> Path:
+        return self.root / "knowledge"
+
+    @property
+    def mailboxes_dir(self) -> Path:
+        return self.root / "mailboxes"
+
+    @property
+    def tasks_dir(self) -> Path:
+        return self.root / "tasks"
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".hivemind"
+
+    # -- agents --------------------------------------------------------------
+    def agent_dir(self, name: str) -> Path:
+        return self.agents_dir / name
+
+    def rom_path(self, name: str) -> Path:
+        return self.agent_dir(name) / "ROM.md"
+
+    def agent_names(self) -> list[str]:
+        """Agents = folders of agents/ holding a ROM.md, sorted."""
+        if not self.agents_dir.is_dir():
+            return []
+        return sorted(
+            p.name
+            for p in self.agents_dir.iterdir()
+            if p.is_dir() and not is_temp_name(p.name) and (p / "ROM.md").is_file()
+        )
+
+    # -- tasks ---------------------------------------------------------------
+    @property
+    def active_dir(self) -> Path:
+        return self.tasks_dir / "active"
+
+    def active_dir_for(self, agent: str) -> Path:
+        return self.active_dir / agent
+
+    @property
+    def done_dir(self) -> Path:
+        return self.tasks_dir / "done"
+
+    @property
+    def failed_dir(self) -> Path:
+        return self.tasks_dir / "failed"
+
+    @property
+    def rejected_dir(self) -> Path:
+        return self.tasks_dir / "rejected"
+
+    # -- mail ----------------------------------------------------------------
+    def mailbox_dir(self, name: str) -> Path:
+        return self.mailboxes_dir / name
+
+    # -- runtime state -------------------------------------------------------
+    @property
+    def lock_file(self) -> Path:
+        return self.state_dir / "daemon.lock"
+
+    @property
+    def status_file(self) -> Path:
+        return self.state_dir / "status.json"
+
+    @property
+    def memory_db(self) -> Path:
+        return self.state_dir / "memory.db"
+
+    @property
+    def audit_dir(self) -> Path:
+        return self.state_dir / "audit"
+
+    def audit_path(self, agent: str) -> Path:
+        return self.audit_dir / f"{agent}.jsonl"
+
+    # -- confinement ---------------------------------------------------------
+    @property
+    def writable_dirs(self) -> tuple[Path, ...]:
+        """Where agents' write tools may write."""
+        return (self.workspace_dir, self.knowledge_dir)
+
+    @property
+    def readable_dirs(self) -> tuple[Path, ...]:
+        """Where agents' read tools may read (never .hivemind/ or mailboxes)."""
+        return (self.workspace_dir, self.knowledge_dir, self.tasks_dir, self.agents_dir)
+
+    def relative(self, path: Path) -> str:
+        """`path` relative to the hive root as a POSIX string (or absolute if outside)."""
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def ensure(self) -> Hive:
+        """Create the folders of the layout that are missing; returns self."""
+        for d in (
+            self.agents_dir,
+            self.knowledge_dir,
+            self.mailboxes_dir,
+            self.tasks_dir,
+            self.active_dir,
+            self.done_dir,
+            self.failed_dir,
+            self.rejected_dir,
+            self.workspace_dir,
+            self.state_dir,
+            self.audit_dir,
+        ):
+            d.mkdir(parents=True, exist_ok=True)
+        return self

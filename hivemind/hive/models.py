@@ -1,0 +1,201 @@
+"""Pydantic models of the files people write: ROM.md, task files, messages, hive.toml.
+
+Every field is optional (a plain Markdown file is valid). Unknown front-matter
+keys are kept in `extra` (the reader warns about them) rather than refused.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hivemind.memory.blocks import Priority
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+
+
+class TaskPriority(StrEnum):
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    def as_block_priority(self) -> Priority:
+        return Priority[self.name]
+
+
+class TaskState(StrEnum):
+    PENDING = "pending"
+    ACTIVE = "active"
+    DONE = "done"
+    FAILED = "failed"
+    REJECTED = "rejected"
+
+
+class RetrievalWeights(BaseModel):
+    """Weights of the long-term retrieval score (DESIGN §5)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float = Field(default=0.5, ge=0.0, description="relevance")
+    beta: float = Field(default=0.3, ge=0.0, description="recency")
+    gamma: float = Field(default=0.2, ge=0.0, description="importance")
+    delta: float = Field(default=0.0, ge=0.0, description="learned value")
+
+
+class TokenBudget(BaseModel):
+    """Token allowances; None = unlimited."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    per_day: int | None = Field(default=None, ge=1)
+    per_task: int | None = Field(default=None, ge=1)
+
+
+class AgentSettings(BaseModel):
+    """Settings an agent may take from hive.toml `[agents]` and override in its ROM."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = DEFAULT_MODEL
+    max_context_tokens: int = Field(default=100_000, ge=1_000)
+    max_output_tokens: int = Field(default=4_096, ge=64)
+    temperature: float | None = Field(default=None, ge=0.0, le=1.0)
+    heartbeat: float = Field(default=0.0, ge=0.0, description="seconds; 0 = events only")
+    max_steps: int = Field(default=8, ge=1, le=100)
+    budget: TokenBudget = Field(default_factory=TokenBudget)
+    retrieval: RetrievalWeights = Field(default_factory=RetrievalWeights)
+    accepts_unassigned: bool = True
+
+
+class AgentConfig(AgentSettings):
+    """An agent's ROM.md: front matter (settings) + body (instructions)."""
+
+    name: str
+    role: str = ""
+    skills: list[str] = Field(default_factory=list)
+    tools: list[str] | None = Field(default=None, description="allow-list; None = every tool")
+    knowledge: list[str] = Field(default_factory=list, description="globs under knowledge/")
+    watch: list[str] = Field(default_factory=list, description="globs of files to keep in view")
+    instructions: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("skills", "knowledge", "watch", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class Task(BaseModel):
+    """A task file: front matter + body (what to do)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    title: str = ""
+    assignee: str | None = None
+    priority: TaskPriority = TaskPriority.MEDIUM
+    project: str | None = None
+    domain: str | None = None
+    task_type: str | None = None
+    depends_on: list[str] = Field(default_factory=list)
+    reply_to: str | None = None
+    max_attempts: int = Field(default=3, ge=1)
+    attempts: int = Field(default=0, ge=0)
+    status: TaskState = TaskState.PENDING
+    agent: str | None = None
+    created_by: str | None = None
+    body: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("depends_on", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class Message(BaseModel):
+    """A maildir message: front matter + body. `from` is set by the runtime."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str
+    from_: str = Field(default="unknown", alias="from")
+    to: str
+    subject: str = ""
+    sent_at: datetime | None = None
+    thread: str | None = None
+    in_reply_to: str | None = None
+    task: str | None = None
+    body: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class DaemonSettings(BaseModel):
+    """`[daemon]` of hive.toml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_concurrent_calls: int = Field(default=4, ge=1)
+    rescan_interval: float = Field(default=5.0, gt=0, description="seconds")
+    settle_time: float = Field(default=0.05, ge=0, description="seconds a file must be stable")
+    grace_period: float = Field(default=30.0, ge=0, description="seconds to finish cycles on stop")
+    poll: bool = False
+    loop_breaker: int = Field(default=3, ge=2, description="same tool call repeated N times")
+
+
+class ProviderSettings(BaseModel):
+    """`[provider]` of hive.toml: which model backend to use."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="auto", pattern="^(auto|anthropic|offline)$")
+    base_url: str | None = None
+    api_key_env: str = "ANTHROPIC_API_KEY"
+    timeout: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+
+
+class Price(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float = Field(ge=0)
+    cache_read: float = Field(ge=0)
+
+
+DEFAULT_PRICES: dict[str, Price] = {
+    "claude-opus-5-5": Price(input=15.0, output=75.0, cache_write=18.75, cache_read=1.5),
+    "claude-sonnet-5-5": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
+    "claude-haiku-5-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1),
+}
+
+
+class MemorySettings(BaseModel):
+    """`[memory]` of hive.toml: the long-term store."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_items: int = Field(default=100_000, ge=10)
+    reflection_threshold: float = Field(default=150.0, gt=0)
+    reflect_offline: bool = False
+    share_of_budget: float = Field(default=0.15, ge=0.0, le=0.9)
+    consolidate_importance: float = Field(default=0.7, ge=0.0, le=1.0)
+
+
+class HiveConfig(BaseModel):
+    """hive.toml: hive-wide defaults; an agent's ROM front matter overrides `[agents]`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agents: AgentSettings = Field(default_factory=AgentSettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    provider: ProviderSettings = Field(default_factory=ProviderSettings)
+    pricing: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+    memory: MemorySettings = Field(default_factory=MemorySettings)

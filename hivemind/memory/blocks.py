@@ -1,0 +1,374 @@
+"""Symbolic memory blocks: references to content, never the content of files itself.
+
+A block that points at a file (ROM, FILE, TASK, MESSAGE, KNOWLEDGE) carries a
+`FileRef`; its text is read by the ContentLoader only if the selector keeps it.
+STATUS, HISTORY and CONTEXT blocks are small and carry their text inline.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import UTC, datetime
+from enum import IntEnum, StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now; every timestamp in hivemind is UTC."""
+    return datetime.now(UTC)
+
+
+# History ids must be unique within a process even for identical actions.
+_history_seq = itertools.count(1)
+
+
+class Priority(IntEnum):
+    """Selection tier; lower value = kept first."""
+
+    CRITICAL = 1
+    HIGH = 2
+    MEDIUM = 3
+    LOW = 4
+
+
+class BlockType(StrEnum):
+    ROM = "rom"
+    FILE = "file"
+    STATUS = "status"
+    TASK = "task"
+    MESSAGE = "message"
+    KNOWLEDGE = "knowledge"
+    HISTORY = "history"
+    CONTEXT = "context"
+
+
+# Stable blocks first, volatile last, so the stable prefix can be cached.
+STABLE_TYPES: tuple[BlockType, ...] = (BlockType.ROM, BlockType.KNOWLEDGE, BlockType.FILE)
+CONTEXT_ORDER: tuple[BlockType, ...] = (
+    BlockType.ROM,
+    BlockType.KNOWLEDGE,
+    BlockType.FILE,
+    BlockType.CONTEXT,
+    BlockType.TASK,
+    BlockType.MESSAGE,
+    BlockType.HISTORY,
+    BlockType.STATUS,
+)
+
+
+class FileRef(BaseModel):
+    """Where a block's text lives: a path (relative to the hive root, or absolute)
+    and an optional 1-based inclusive line range."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    start_line: int | None = Field(default=None, ge=1)
+    end_line: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _range_is_ordered(self) -> FileRef:
+        if (self.start_line is None) != (self.end_line is None):
+            raise ValueError("start_line and end_line go together")
+        if self.start_line is not None and self.end_line is not None and (
+            self.end_line < self.start_line
+        ):
+            raise ValueError(f"end_line {self.end_line} is before start_line {self.start_line}")
+        return self
+
+    @property
+    def label(self) -> str:
+        """`path` or `path:start-end`, as editors show a range."""
+        if self.start_line is None:
+            return self.path
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+class MemoryBlockBase(BaseModel):
+    """Fields every block has (DESIGN §4)."""
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    id: str = ""
+    priority: Priority = Priority.MEDIUM
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    timestamp: datetime = Field(default_factory=utcnow)
+    expiry: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def source(self) -> FileRef | None:
+        """The file this block's text is loaded from, if any."""
+        return None
+
+    def inline_content(self) -> str:
+        """The text of a block that carries it inline ('' for file-backed blocks)."""
+        return ""
+
+    def keywords_text(self) -> str:
+        """Words used to score the block's relevance to the current task."""
+        return self.id
+
+    def type_metadata(self) -> dict[str, Any]:
+        """Type-specific metadata for the JSON context."""
+        return {}
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        return self.expiry is not None and (now or utcnow()) >= self.expiry
+
+
+class RomBlock(MemoryBlockBase):
+    """An agent's ROM.md: identity and instructions. Always CRITICAL."""
+
+    type: Literal[BlockType.ROM] = BlockType.ROM
+    agent: str
+    location: str
+    priority: Priority = Priority.CRITICAL
+
+    @model_validator(mode="after")
+    def _default_id(self) -> RomBlock:
+        if not self.id:
+            self.id = f"rom:{self.agent}"
+        return self
+
+    def source(self) -> FileRef:
+        return FileRef(path=self.location)
+
+    def type_metadata(self) -> dict[str, Any]:
+        return {"source": self.location, "agent": self.agent}
+
+
+class FileBlock(MemoryBlockBase):
+    """A file, or a line range of it. id = `path` or `path:start-end`."""
+
+    type: Literal[BlockType.FILE] = BlockType.FILE
+    location: str
+    start_line: int | None = Field(default=None, ge=1)
+    end_line: int | None = Field(default=None, ge=1)
+    digest: str | None = None
+
+    @model_validator(mode="after")
+    def _default_id(self) -> FileBlock:
+        ref = self.source()  # validates the range
+        if not self.id:
+            self.id = ref.label
+        return self
+
+    def source(self) -> FileRef:
+        return FileRef(path=self.location, start_line=self.start_line, end_line=self.end_line)
+
+    def keywords_text(self) -> str:
+        return self.location
+
+    def type_metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"source": self.location}
+        if self.start_line is not None:
+            meta["lines"] = f"{self.start_line}-{self.end_line}"
+        return meta
+
+
+class StatusBlock(MemoryBlockBase):
+    """Hive figures (mail waiting, tasks per state, budget left); inline JSON."""
+
+    type: Literal[BlockType.STATUS] = BlockType.STATUS
+    status_type: str
+    value: Any = None
+    priority: Priority = Priority.HIGH
+
+    @model_validator(mode="after")
+    def _default_id(self) -> StatusBlock:
+        if not self.id:
+            self.id = f"status:{self.status_type}"
+        return self
+
+    def inline_content(self) -> str:
+        if isinstance(self.value, str):
+            return self.value
+        return json.dumps(self.value, sort_keys=True, default=str)
+
+    def type_metadata(self) -> dict[str, Any]:
+        return {"status_type": self.status_type}
+
+
+class TaskBlock(MemoryBlockBase):
+    """A task; its text is the task file (if `location`) or `description`."""
+
+    type: Literal[BlockType.TASK] = BlockType.TASK
+    task_id: str
+    title: str = ""
+    description: str = ""
+    location: str | None = None
+    project: str | None = None
+    dependencies: list[str] = Field(default_factory=list)
+    status: str = "pending"
+    priority: Priority = Priority.HIGH
+
+    @model_validator(mode="after")
+    def _default_id(self) -> TaskBlock:
+        if not self.id:
+            self.id = f"task:{self.task_id}"
+        return self
+
+    def source(self) -> FileRef | None:
+        return FileRef(path=self.location) if self.location else None
+
+    def inline_content(self) -> str:
+        return self.description
+
+    def keywords_text(self) -> str:
+        return f"{self.title} {self.description}"
+
+    def type_metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"task_id": self.task_id, "status": self.status}
+        if self.title:
+            meta["title"] = self.title
+        if self.project:
+            meta["project"] = self.project
+        if self.location:
+            meta["source"] = self.location
+        if self.dependencies:
+            meta["depends_on"] = list(self.dependencies)
+        return meta
+
+
+class MessageBlock(MemoryBlockBase):
+    """A message in a mailbox; unread mail is HIGH, read mail MEDIUM with expiry."""
+
+    type: Literal[BlockType.MESSAGE] = BlockType.MESSAGE
+    from_agent: str
+    to_agent: str
+    subject: str = ""
+    preview: str = ""
+    full_path: str
+    read: bool = False
+    priority: Priority = Priority.HIGH
+
+    @model_validator(mode="after")
+    def _default_id(self) -> MessageBlock:
+        if not self.id:
+            self.id = f"msg:{self.full_path.rsplit('/', 1)[-1]}"
+        return self
+
+    def source(self) -> FileRef:
+        return FileRef(path=self.full_path)
+
+    def keywords_text(self) -> str:
+        return f"{self.subject} {self.preview}"
+
+    def type_metadata(self) -> dict[str, Any]:
+        return {
+            "from": self.from_agent,
+            "to": self.to_agent,
+            "subject": self.subject,
+            "read": self.read,
+            "source": self.full_path,
+        }
+
+
+class KnowledgeBlock(MemoryBlockBase):
+    """A note of the shared knowledge base."""
+
+    type: Literal[BlockType.KNOWLEDGE] = BlockType.KNOWLEDGE
+    topic: str
+    subtopic: str | None = None
+    location: str
+    relevance: float = Field(default=0.5, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _default_id(self) -> KnowledgeBlock:
+        if not self.id:
+            self.id = self.location
+        return self
+
+    def source(self) -> FileRef:
+        return FileRef(path=self.location)
+
+    def keywords_text(self) -> str:
+        return f"{self.topic} {self.subtopic or ''} {self.location}"
+
+    def type_metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"topic": self.topic, "source": self.location}
+        if self.subtopic:
+            meta["subtopic"] = self.subtopic
+        return meta
+
+
+class HistoryBlock(MemoryBlockBase):
+    """Something the agent did and what came of it; inline."""
+
+    type: Literal[BlockType.HISTORY] = BlockType.HISTORY
+    action: str
+    detail: str = ""
+    result: str | None = None
+
+    @model_validator(mode="after")
+    def _default_id(self) -> HistoryBlock:
+        if not self.id:
+            self.id = f"history:{next(_history_seq)}:{self.action}"
+        return self
+
+    def inline_content(self) -> str:
+        text = f"{self.action}: {self.detail}" if self.detail else self.action
+        return f"{text} -> {self.result}" if self.result is not None else text
+
+    def keywords_text(self) -> str:
+        return f"{self.action} {self.detail}"
+
+    def type_metadata(self) -> dict[str, Any]:
+        return {"action": self.action}
+
+
+class ContextBlock(MemoryBlockBase):
+    """A derived summary (of older history, a conversation, a project); inline."""
+
+    type: Literal[BlockType.CONTEXT] = BlockType.CONTEXT
+    context_type: str
+    summary: str
+    related_ids: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _default_id(self) -> ContextBlock:
+        if not self.id:
+            self.id = f"context:{self.context_type}"
+        return self
+
+    def inline_content(self) -> str:
+        return self.summary
+
+    def keywords_text(self) -> str:
+        return self.summary
+
+    def type_metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"context_type": self.context_type}
+        if self.related_ids:
+            meta["related_ids"] = list(self.related_ids)
+        return meta
+
+
+MemoryBlock = Annotated[
+    RomBlock
+    | FileBlock
+    | StatusBlock
+    | TaskBlock
+    | MessageBlock
+    | KnowledgeBlock
+    | HistoryBlock
+    | ContextBlock,
+    Field(discriminator="type"),
+]
+"""Any block; `type` is the discriminator."""
+
+MEMORY_BLOCK_ADAPTER: TypeAdapter[MemoryBlock] = TypeAdapter(MemoryBlock)
+
+AnyBlock = (
+    RomBlock
+    | FileBlock
+    | StatusBlock
+    | TaskBlock
+    | MessageBlock
+    | KnowledgeBlock
+    | HistoryBlock
+    | ContextBlock
+)
