@@ -18,9 +18,12 @@ app = typer.Typer(
 )
 
 # Each module adds its commands to `app` when imported (one module per group).
-from hivemind.cli import inspect_cmd  # noqa: E402
+from hivemind.cli import hive_cmds, inspect_cmd, memory_cmd, run_cmd  # noqa: E402
 
+hive_cmds.register(app)
+run_cmd.register(app)
 inspect_cmd.register(app)
+memory_cmd.register(app)
 
 
 def main() -> None:

@@ -16,6 +16,21 @@ from hivemind.memory.blocks import Priority
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
+MAX_ID_LENGTH = 200
+
+
+def check_file_id(value: str) -> str:
+    """An id that names a file (`tasks/<id>.md`, `new/<id>.md`): no folders, not hidden."""
+    if not value.strip():
+        raise ValueError("id must not be empty")
+    if "/" in value or "\\" in value or "\0" in value:
+        raise ValueError(f"id must be a plain file name without '/' (got {value!r})")
+    if value.startswith(".") or value.endswith("~"):
+        raise ValueError(f"id must not start with '.' or end with '~' (got {value!r})")
+    if len(value) > MAX_ID_LENGTH:
+        raise ValueError(f"id must be at most {MAX_ID_LENGTH} characters (got {len(value)})")
+    return value
+
 
 class TaskPriority(StrEnum):
     CRITICAL = "critical"
@@ -74,6 +89,9 @@ class AgentSettings(BaseModel):
 class AgentConfig(AgentSettings):
     """An agent's ROM.md: front matter (settings) + body (instructions)."""
 
+    # `skills: [3d, 2024]` in YAML gives numbers; people mean text.
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
     name: str
     role: str = ""
     skills: list[str] = Field(default_factory=list)
@@ -92,7 +110,8 @@ class AgentConfig(AgentSettings):
 class Task(BaseModel):
     """A task file: front matter + body (what to do)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # `id: 42` or `depends_on: [7]` in YAML gives numbers; people mean names.
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
     id: str
     title: str = ""
@@ -108,19 +127,27 @@ class Task(BaseModel):
     status: TaskState = TaskState.PENDING
     agent: str | None = None
     created_by: str | None = None
+    created_at: datetime | None = None
+    claimed_at: datetime | None = None
+    finished_at: datetime | None = None
     body: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("depends_on", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
+        return [value] if isinstance(value, (str, int)) else value
+
+    @field_validator("id")
+    @classmethod
+    def _id_names_a_file(cls, value: str) -> str:
+        return check_file_id(value)
 
 
 class Message(BaseModel):
     """A maildir message: front matter + body. `from` is set by the runtime."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, coerce_numbers_to_str=True)
 
     id: str
     from_: str = Field(default="unknown", alias="from")
@@ -132,6 +159,11 @@ class Message(BaseModel):
     task: str | None = None
     body: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _id_names_a_file(cls, value: str) -> str:
+        return check_file_id(value)
 
 
 class DaemonSettings(BaseModel):

@@ -1,0 +1,115 @@
+"""The audit trail: `.hivemind/audit/<agent>.jsonl`, one JSON object a line.
+
+A cycle writes a `cycle_start` line before it calls the model and one `cycle`
+record when it ends; a start without its record is an interrupted cycle, which
+the next daemon marks with an `interrupted` line. Writes are appended and
+flushed to disk before the cycle's mail is marked read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from hivemind.memory.blocks import utcnow
+
+_REDACT_KEYS = ("api_key", "authorization", "x-api-key")
+
+
+def _redact(obj: Any, secrets: tuple[str, ...]) -> Any:
+    """Drop secret-looking keys and any known secret values from a record."""
+    if isinstance(obj, dict):
+        return {
+            k: ("[redacted]" if k.lower() in _REDACT_KEYS else _redact(v, secrets))
+            for k, v in obj.items()
+        }
+    if isinstance(obj, list):
+        return [_redact(v, secrets) for v in obj]
+    if isinstance(obj, str) and secrets:
+        for s in secrets:
+            if s and s in obj:
+                obj = obj.replace(s, "[redacted]")
+    return obj
+
+
+class AuditLog:
+    """Append-only JSONL audit of one agent."""
+
+    def __init__(self, path: Path, secrets: tuple[str, ...] = ()) -> None:
+        self.path = path
+        self._secrets = tuple(s for s in secrets if s)
+
+    def append(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Write one record (with `event` and `at`) durably; returns it."""
+        record = {"event": event, "at": utcnow().isoformat(), **fields}
+        line = json.dumps(_redact(record, self._secrets), default=str, ensure_ascii=False)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return record
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Every record in order; a torn last line (crash mid-write) is skipped."""
+        if not self.path.exists():
+            return
+        with open(self.path, encoding="utf-8", errors="replace") as fh:
+            for raw in fh:
+                line = raw.strip()
+                if not line:
+                    continue
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+
+    def mark_interrupted(self) -> list[int]:
+        """Append an `interrupted` record for each cycle that started but never ended."""
+        open_cycles: dict[int, dict[str, Any]] = {}
+        last_cycle = 0
+        for rec in self.records():
+            n = rec.get("cycle")
+            if not isinstance(n, int):
+                continue
+            last_cycle = max(last_cycle, n)
+            if rec.get("event") == "cycle_start":
+                open_cycles[n] = rec
+            elif rec.get("event") in ("cycle", "interrupted"):
+                open_cycles.pop(n, None)
+        for n, start in sorted(open_cycles.items()):
+            self.append(
+                "interrupted",
+                cycle=n,
+                started_at=start.get("at"),
+                tasks=start.get("tasks", []),
+                mail=start.get("mail", []),
+            )
+        self.last_cycle = last_cycle
+        return sorted(open_cycles)
+
+    last_cycle: int = 0
+
+    def usage_since(self, since: datetime) -> tuple[int, dict[str, int]]:
+        """Tokens spent since `since` in all, and per task (for budgets after a restart)."""
+        total = 0
+        per_task: dict[str, int] = {}
+        for rec in self.records():
+            if rec.get("event") != "cycle":
+                continue
+            usage = rec.get("usage") or {}
+            keys = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
+            spent = sum(int(usage.get(k, 0) or 0) for k in keys)
+            for tid in rec.get("tasks", []):
+                per_task[tid] = per_task.get(tid, 0) + spent
+            try:
+                at = datetime.fromisoformat(str(rec.get("at")))
+            except ValueError:
+                continue
+            if at >= since:
+                total += spent
+        return total, per_task

@@ -1,0 +1,53 @@
+"""Token budgets per agent per day and per task (ROM `budget`, hive.toml defaults)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+
+from hivemind.hive.models import TokenBudget
+from hivemind.memory.blocks import utcnow
+
+
+def start_of_day(now: datetime | None = None) -> datetime:
+    n = now or utcnow()
+    return datetime(n.year, n.month, n.day, tzinfo=UTC)
+
+
+@dataclass
+class BudgetTracker:
+    """Counts tokens spent; says what is exhausted. Restored from the audit log."""
+
+    spent_today: int = 0
+    per_task: dict[str, int] = field(default_factory=dict)
+    day: date = field(default_factory=lambda: utcnow().date())
+    warned: set[str] = field(default_factory=set)
+
+    def record(self, tokens: int, task_ids: list[str], now: datetime | None = None) -> None:
+        self._roll(now)
+        self.spent_today += tokens
+        for tid in task_ids:
+            self.per_task[tid] = self.per_task.get(tid, 0) + tokens
+
+    def day_exhausted(self, budget: TokenBudget, now: datetime | None = None) -> bool:
+        self._roll(now)
+        return budget.per_day is not None and self.spent_today >= budget.per_day
+
+    def tasks_exhausted(self, budget: TokenBudget, task_ids: list[str]) -> list[str]:
+        if budget.per_task is None:
+            return []
+        return [t for t in task_ids if self.per_task.get(t, 0) >= budget.per_task]
+
+    def first_warning(self, key: str) -> bool:
+        """True the first time `key` is seen (so a person is told once)."""
+        if key in self.warned:
+            return False
+        self.warned.add(key)
+        return True
+
+    def _roll(self, now: datetime | None) -> None:
+        today = (now or utcnow()).date()
+        if today != self.day:
+            self.day = today
+            self.spent_today = 0
+            self.warned = {w for w in self.warned if not w.startswith("day:")}

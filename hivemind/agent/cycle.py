@@ -1,0 +1,340 @@
+"""One agent's think-cycle: perceive → select → build → model + tools → record.
+
+No new input since the last cycle → no model call. A mistake of the model
+becomes a tool error it sees next round; a model API failure ends the cycle
+softly (mail stays unread, the task stays active, the next cycle retries);
+the audit record is written in `finally:` whatever happened.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from hivemind.agent.audit import AuditLog
+from hivemind.agent.budget import BudgetTracker, start_of_day
+from hivemind.agent.perceive import Perception, perceive
+from hivemind.agent.prompt import system_prompt
+from hivemind.agent.services import HiveServices
+from hivemind.errors import ConfigError, ModelError
+from hivemind.hive.layout import HUMAN
+from hivemind.hive.mailbox import Mailbox
+from hivemind.hive.models import AgentConfig
+from hivemind.llm.base import (
+    AssistantTurn,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    ToolResultsTurn,
+    Turn,
+    Usage,
+)
+from hivemind.llm.pricing import estimate_cost
+from hivemind.memory.blocks import BlockType, HistoryBlock, Priority
+from hivemind.memory.builder import BuiltContext
+from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.tools.base import ToolContext, canonical_call
+
+SUMMARY_CHARS = 300
+
+
+@dataclass
+class CycleReport:
+    """What one cycle did (also the body of its audit record)."""
+
+    agent: str
+    cycle: int = 0
+    ran: bool = False
+    reason: str = ""
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    tool_calls: int = 0
+    error: str | None = None
+    duration_ms: float = 0.0
+    model_ms: float = 0.0
+    prefix_reuse: float | None = None
+    input_tokens: int = 0
+    tasks_done: int = 0
+    tasks_failed: int = 0
+    messages_sent: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def overhead_ms(self) -> float:
+        return self.duration_ms - self.model_ms
+
+
+def _short(value: Any, limit: int = SUMMARY_CHARS) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class Agent:
+    """One agent of the hive; the daemon runs `cycle()` when something concerns it."""
+
+    def __init__(self, name: str, services: HiveServices) -> None:
+        self.name = name
+        self.s = services
+        self.mailbox = Mailbox(services.hive, name)
+        self.working = WorkingMemoryManager()
+        self.audit = AuditLog(services.hive.audit_path(name), secrets=services.secrets)
+        self.interrupted = self.audit.mark_interrupted()
+        self.cycle_no = self.audit.last_cycle
+        spent, per_task = self.audit.usage_since(start_of_day())
+        self.budget = BudgetTracker(spent_today=spent, per_task=per_task)
+        self.seen: set[str] = set()
+        self.loops: dict[str, Counter[str]] = {}
+        self.config_error: str | None = None
+        self.last_error: str | None = None
+        self._last_stable: str | None = None
+
+    # -- configuration -------------------------------------------------------
+    def config(self) -> AgentConfig | None:
+        """The last good ROM config (None if the agent never had a valid one)."""
+        try:
+            cfg = self.s.roms.load(self.name)
+        except ConfigError as exc:
+            self.config_error = str(exc)
+            return None
+        self.config_error = self.s.roms.error(self.name)
+        return cfg
+
+    # -- the cycle -----------------------------------------------------------
+    async def cycle(self) -> CycleReport:
+        """Run one cycle if there is new input; otherwise return at once, free."""
+        report = CycleReport(agent=self.name)
+        cfg = self.config()
+        if cfg is None:
+            report.reason = "no valid ROM"
+            return report
+        p = perceive(
+            self.s.hive, cfg, self.s.board, self.mailbox, self.s.knowledge, self.working,
+            self.s.figures(),
+        )
+        new = (p.input_keys | p.watch_keys) - self.seen
+        if not new or not (p.has_work or (p.watch_keys - self.seen)):
+            report.reason = "no new input"
+            return report
+        if self._paused(cfg, p):
+            report.reason = "budget spent"
+            return report
+        await self._think(cfg, p, report)
+        report.duration_ms = (time.perf_counter() - report.started) * 1000
+        if report.error is None:
+            self.seen |= new
+        return report
+
+    def _paused(self, cfg: AgentConfig, p: Perception) -> bool:
+        """Budgets: a spent day pauses the agent; a spent task fails that task."""
+        if self.budget.day_exhausted(cfg.budget):
+            if self.budget.first_warning(f"day:{self.budget.day}"):
+                self.s.post.send(
+                    self.name, HUMAN, f"[budget] {self.name} paused",
+                    f"{self.name} spent its daily budget of {cfg.budget.per_day} tokens "
+                    f"({self.budget.spent_today} used); it resumes tomorrow (UTC) or when "
+                    "you raise `budget.per_day` in its ROM.",
+                )
+            return True
+        for tid in self.budget.tasks_exhausted(cfg.budget, list(p.active)):
+            ref = p.active.pop(tid)
+            self.s.board.fail(
+                ref, f"token budget per task spent ({self.budget.per_task[tid]} tokens)",
+                self.name, final=True,
+            )
+            if self.budget.first_warning(f"task:{tid}"):
+                self.s.post.send(
+                    self.name, HUMAN, f"[budget] task {tid} stopped",
+                    f"Task {tid} used {self.budget.per_task[tid]} tokens, over the per-task "
+                    f"budget of {cfg.budget.per_task}; it was moved to tasks/failed/.",
+                )
+            self.s.task_changed()
+        return not p.has_work
+
+    async def _think(self, cfg: AgentConfig, p: Perception, report: CycleReport) -> None:
+        self.cycle_no += 1
+        report.cycle = self.cycle_no
+        report.ran = True
+        task_ids = list(p.active)
+        mail_ids = [m.message.id for m in p.unread]
+        built, dropped, system = await self._context(cfg, p)
+        request = ModelRequest(
+            agent=self.name,
+            model=cfg.model,
+            system=system,
+            tools=self.s.tools.specs(cfg.tools),
+            context_stable=built.json_parts()[0],
+            context_volatile=built.json_parts()[1],
+            context_ids=[e["id"] for e in built.entries],
+            context_tokens=built.tokens,
+            max_output_tokens=cfg.max_output_tokens,
+            temperature=cfg.temperature,
+        )
+        report.prefix_reuse = self._prefix_reuse(request)
+        report.input_tokens = built.tokens
+        self.audit.append("cycle_start", cycle=self.cycle_no, tasks=task_ids, mail=mail_ids)
+        ctx = ToolContext(
+            hive=self.s.hive, agent=self.name, config=cfg, board=self.s.board, post=self.s.post,
+            working=self.working, active_tasks=dict(p.active), ltm=self.s.ltm,
+            on_mail=self.s.mail_sent, on_task_change=self.s.task_changed,
+        )
+        calls: list[dict[str, Any]] = []
+        text = ""
+        try:
+            turns: list[Turn] = []
+            for _ in range(cfg.max_steps):
+                response = await self._call(
+                    request.model_copy(update={"turns": turns}), report, task_ids
+                )
+                text = response.text or text
+                if not response.tool_calls:
+                    break
+                results = []
+                for call in response.tool_calls:
+                    result = await self._run_tool(ctx, call, task_ids)
+                    results.append(result)
+                    calls.append({"name": call.name, "input": call.input,
+                                  "result": _short(result.content), "error": result.is_error})
+                turns = [*turns, AssistantTurn(text=response.text, tool_calls=response.tool_calls),
+                         ToolResultsTurn(results=results)]
+                if self._loop_tripped(ctx, task_ids):
+                    break
+            else:
+                report.error = f"stopped after max_steps={cfg.max_steps} rounds"
+        except ModelError as exc:
+            report.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            report.tool_calls = len(calls)
+            report.tasks_done = len(ctx.effects.tasks_completed)
+            report.tasks_failed = len(ctx.effects.tasks_failed)
+            report.messages_sent = len(ctx.effects.messages_sent)
+            if not self.s.provider.offline:
+                report.cost = estimate_cost(report.usage, cfg.model, self.s.config.pricing)
+            self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
+        # Mail is marked read only now that the cycle's record is on disk.
+        if report.error is None or ctx.effects.tasks_completed or calls:
+            for item in p.unread:
+                self.mailbox.mark_read(item)
+        self.last_error = report.error
+        self.s.janitor.sweep(self.working)
+
+    async def _context(
+        self, cfg: AgentConfig, p: Perception
+    ) -> tuple[BuiltContext, list[dict[str, Any]], str]:
+        """Select and build; the ROM entry becomes the system prompt."""
+        focus = " ".join(
+            [r.task.title + " " + r.task.body[:500] for r in p.active.values()]
+            + [m.message.subject for m in p.unread]
+        )
+        self.s.scorer.set_task(focus)
+        reserved = cfg.max_output_tokens + self.s.fixed_tokens(cfg)
+        budget = max(1_000, cfg.max_context_tokens - reserved)
+        selection = self.s.selector.select(self.working.blocks(), budget)
+        built = await self.s.builder.build(selection, budget)
+        rom = [e for e in built.entries if e["metadata"].get("type") == BlockType.ROM.value]
+        rest = built.without_types({BlockType.ROM.value})
+        dropped = [
+            {"id": d.block.id, "reason": d.reason, "tokens": d.tokens}
+            for d in [*selection.dropped, *built.dropped]
+        ]
+        rom_text = rom[0]["content"] if rom else cfg.instructions
+        return rest, dropped, system_prompt(self.name, rom_text)
+
+    async def _call(
+        self, request: ModelRequest, report: CycleReport, task_ids: list[str]
+    ) -> ModelResponse:
+        async with self.s.model_slots:
+            t0 = time.perf_counter()
+            try:
+                response = await self.s.provider.complete(request)
+            finally:
+                report.model_ms += (time.perf_counter() - t0) * 1000
+        report.usage = report.usage + response.usage
+        self.budget.record(response.usage.total_input + response.usage.output_tokens, task_ids)
+        return response
+
+    async def _run_tool(self, ctx: ToolContext, call: ToolCall, task_ids: list[str]) -> ToolResult:
+        key = ",".join(sorted(task_ids)) or "-"
+        self.loops.setdefault(key, Counter())[canonical_call(call)] += 1
+        result = await self.s.tools.execute(ctx, call)
+        self.working.add(
+            HistoryBlock(
+                action=call.name,
+                detail=_short(call.input, 200),
+                result=("error: " if result.is_error else "") + _short(result.content, 200),
+                priority=Priority.MEDIUM,
+                metadata={"task_ids": task_ids, "cycle": self.cycle_no},
+            )
+        )
+        return result
+
+    def _loop_tripped(self, ctx: ToolContext, task_ids: list[str]) -> bool:
+        """The same call repeated N times for the same tasks stops those tasks."""
+        key = ",".join(sorted(task_ids)) or "-"
+        limit = self.s.config.daemon.loop_breaker
+        counts = self.loops.get(key, Counter())
+        repeated = [c for c, n in counts.items() if n >= limit]
+        if not repeated:
+            return False
+        call = _short(repeated[0], 120)
+        reason = f"stopped: the same tool call was repeated {limit} times ({call})"
+        for tid in list(ctx.active_tasks):
+            self.s.board.fail(ctx.active_tasks.pop(tid), reason, self.name, final=True)
+            ctx.effects.tasks_failed.append(tid)
+        self.loops.pop(key, None)
+        self.s.task_changed()
+        return True
+
+    def _prefix_reuse(self, request: ModelRequest) -> float | None:
+        """Share of this request's input that repeats the previous one's stable prefix."""
+        tools = json.dumps([t.model_dump() for t in request.tools])
+        stable = tools + request.system + request.context_stable
+        whole = len(stable) + len(request.context_volatile)
+        previous, self._last_stable = self._last_stable, stable
+        if previous is None or whole == 0:
+            return None
+        return len(stable) / whole if previous == stable else 0.0
+
+    def _record(
+        self,
+        report: CycleReport,
+        built: BuiltContext,
+        dropped: list[dict[str, Any]],
+        calls: list[dict[str, Any]],
+        text: str,
+        ctx: ToolContext,
+        task_ids: list[str],
+        mail_ids: list[str],
+    ) -> None:
+        if text:
+            self.working.add(HistoryBlock(action="said", detail=_short(text, 500),
+                                          priority=Priority.MEDIUM))
+        fx = ctx.effects
+        self.audit.append(
+            "cycle",
+            cycle=report.cycle,
+            agent=self.name,
+            provider=self.s.provider.name,
+            tasks=task_ids,
+            mail=mail_ids,
+            kept=[{"id": e["id"], "tokens": built.token_counts.get(e["id"], 0)}
+                  for e in built.entries],
+            dropped=dropped,
+            context_tokens=built.tokens,
+            usage=report.usage.model_dump(),
+            cost=report.cost,
+            tool_calls=calls,
+            text=_short(text, 1000),
+            effects={
+                "messages_sent": fx.messages_sent, "files_written": fx.files_written,
+                "tasks_created": fx.tasks_created, "tasks_completed": fx.tasks_completed,
+                "tasks_failed": fx.tasks_failed, "memories": fx.memories,
+            },
+            error=report.error,
+            duration_ms=round((time.perf_counter() - report.started) * 1000, 1),
+            model_ms=round(report.model_ms, 1),
+        )
+

@@ -1,0 +1,99 @@
+"""The objects every agent of one hive shares (board, post office, caches, provider)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hivemind.agent.prompt import PREAMBLE
+from hivemind.hive.config import load_hive_config
+from hivemind.hive.knowledge import KnowledgeIndex
+from hivemind.hive.layout import Hive
+from hivemind.hive.mailbox import PostOffice
+from hivemind.hive.models import AgentConfig, HiveConfig
+from hivemind.hive.rom import RomRegistry
+from hivemind.hive.tasks import TaskBoard
+from hivemind.llm.base import Provider
+from hivemind.memory.builder import ContextBuilder
+from hivemind.memory.compressor import MemoryCompressor
+from hivemind.memory.janitor import MemoryJanitor
+from hivemind.memory.loader import ContentLoader
+from hivemind.memory.relevance import RelevanceScorer
+from hivemind.memory.selector import MemorySelector
+from hivemind.memory.tokens import TokenCounter
+from hivemind.tools import default_registry
+from hivemind.tools.base import ToolRegistry
+
+if TYPE_CHECKING:
+    from hivemind.ltm.store import LongTermMemory
+
+
+def _noop(*_args: Any) -> None:
+    return None
+
+
+@dataclass
+class HiveServices:
+    """Shared, long-lived parts of a running hive; agents borrow them per cycle."""
+
+    hive: Hive
+    config: HiveConfig
+    provider: Provider
+    board: TaskBoard
+    post: PostOffice
+    roms: RomRegistry
+    knowledge: KnowledgeIndex
+    tools: ToolRegistry
+    counter: TokenCounter
+    loader: ContentLoader
+    selector: MemorySelector
+    builder: ContextBuilder
+    scorer: RelevanceScorer
+    janitor: MemoryJanitor
+    model_slots: asyncio.Semaphore
+    ltm: LongTermMemory | None = None
+    secrets: tuple[str, ...] = ()
+    figures: Callable[[], dict[str, Any]] = dict
+    task_changed: Callable[[], None] = _noop
+    mail_sent: Callable[[list[str]], None] = _noop
+    _fixed: dict[tuple[str, ...] | None, int] = field(default_factory=dict)
+
+    @classmethod
+    def open(
+        cls, hive: Hive, provider: Provider, config: HiveConfig | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> HiveServices:
+        """Wire the services of `hive` (reads hive.toml unless `config` is given)."""
+        cfg = config or load_hive_config(hive)
+        counter = TokenCounter()
+        loader = ContentLoader(hive.root, counter)
+        scorer = RelevanceScorer()
+        return cls(
+            hive=hive,
+            config=cfg,
+            provider=provider,
+            board=TaskBoard(hive, settle_time=cfg.daemon.settle_time),
+            post=PostOffice(hive),
+            roms=RomRegistry(hive, cfg.agents),
+            knowledge=KnowledgeIndex(hive),
+            tools=default_registry(),
+            counter=counter,
+            loader=loader,
+            selector=MemorySelector(loader, counter, scorer),
+            builder=ContextBuilder(loader, counter, MemoryCompressor()),
+            scorer=scorer,
+            janitor=MemoryJanitor(),
+            model_slots=asyncio.Semaphore(cfg.daemon.max_concurrent_calls),
+            secrets=secrets,
+        )
+
+    def fixed_tokens(self, cfg: AgentConfig) -> int:
+        """Tokens of what every request carries besides the context: preamble + tools."""
+        key = tuple(cfg.tools) if cfg.tools is not None else None
+        if key not in self._fixed:
+            specs = [s.model_dump() for s in self.tools.specs(cfg.tools)]
+            self._fixed[key] = self.counter.count(PREAMBLE + json.dumps(specs))
+        return self._fixed[key]

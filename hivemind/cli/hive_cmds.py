@@ -1,0 +1,259 @@
+"""`hivemind init`, `task add`, `send`, `status`: the hive's files from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.markup import escape
+from rich.table import Table
+
+from hivemind.cli.common import (
+    HiveArgument,
+    HiveOption,
+    JsonOption,
+    console,
+    fail,
+    resolve_hive,
+)
+from hivemind.errors import UserError
+from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.mailbox import BROADCAST, PostOffice
+from hivemind.hive.models import Task, TaskPriority
+from hivemind.hive.problems import first_problem
+from hivemind.hive.scaffold import EXAMPLE_AGENT, scaffold
+from hivemind.hive.status import HiveStatus, hive_status
+from hivemind.hive.tasks import TaskBoard
+
+task_app = typer.Typer(
+    help="Give the agents work: each task is a Markdown file in tasks/.",
+    no_args_is_help=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the `hivemind` app."""
+    app.command("init")(init_command)
+    app.add_typer(task_app, name="task")
+    app.command("send")(send_command)
+    app.command("status")(status_command)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _open_hive(*candidates: Path | None) -> Hive:
+    hive = resolve_hive(*candidates)
+    if not (hive.tasks_dir.is_dir() or hive.agents_dir.is_dir() or hive.config_file.is_file()):
+        fail(f"{hive.root}: not a hive (no tasks/, agents/ or hive.toml); create one with "
+             f"`hivemind init {_shown(hive.root)}`")  # fmt: skip
+    return hive
+
+
+# -- init ------------------------------------------------------------------------
+
+
+def init_command(
+    directory: HiveArgument = None,
+    hive: HiveOption = None,
+) -> None:
+    """Create a hive: folders, a commented hive.toml, an example agent and a README.
+
+    Existing files are never overwritten; running it again only adds what is missing.
+    """
+    target = directory or hive or Path.cwd()
+    if target.exists() and not target.is_dir():
+        fail(f"{target}: exists and is not a folder")
+    try:
+        report = scaffold(target)
+    except OSError as exc:
+        fail(f"{target}: cannot create the hive: {exc.strerror}")
+    root = report.hive.root
+    for path in report.created:
+        console.print(f"[green]created[/] {path.relative_to(root)}", highlight=False)
+    for path in report.skipped:
+        console.print(f"[yellow]kept[/]    {path.relative_to(root)} (exists)", highlight=False)
+    where = _shown(root)
+    console.print(
+        f"\nHive ready in [bold]{where}[/]. Next:\n"
+        f'  hivemind task add "Write a haiku about bees" --hive {where}\n'
+        f"  hivemind run {where}\n"
+        f"  hivemind status {where}\n"
+        f"Read {where}/README.md for how tasks, mail and agents/{EXAMPLE_AGENT}/ROM.md work.",
+        highlight=False,
+    )
+
+
+# -- task add --------------------------------------------------------------------
+
+
+@task_app.command("add")
+def task_add(
+    title: Annotated[str, typer.Argument(help="What to do, in a few words (the task's title).")],
+    assignee: Annotated[
+        str | None,
+        typer.Option(help="The agent that should do it (default: routed by skills, then load)."),
+    ] = None,
+    priority: Annotated[
+        str, typer.Option(help="critical, high, medium or low.", show_default=True)
+    ] = "medium",
+    project: Annotated[str | None, typer.Option(help="Project the task belongs to.")] = None,
+    depends_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--depends-on",
+            help="Id of a task that must be done first (repeat, or separate with commas).",
+        ),
+    ] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", help="A Markdown file with the details (the task's body)."),
+    ] = None,
+    task_id: Annotated[
+        str | None, typer.Option("--id", help="The task id (default: made from the title).")
+    ] = None,
+    hive: HiveOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add a task to tasks/ and print the path of its file."""
+    where = _open_hive(hive)
+    if not title.strip():
+        fail("the title is empty; say in a few words what to do")
+    try:
+        level = TaskPriority(priority.strip().lower())
+    except ValueError:
+        fail(f"priority must be one of critical, high, medium, low (got {priority!r})")
+    agents = where.agent_names()
+    if assignee is not None and assignee not in agents:
+        fail(f"unknown agent {assignee!r} (agents: {', '.join(agents) or 'none yet'})")
+    body = f"# {title.strip()}\n"
+    if file is not None:
+        try:
+            body = file.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            fail(f"{file}: cannot read the task body: {reason}")
+    deps = [d.strip() for item in depends_on or [] for d in item.split(",") if d.strip()]
+    board = TaskBoard(where)
+    try:
+        task = Task(
+            id=task_id or board.new_task_id(title),
+            title=title.strip(),
+            assignee=assignee,
+            priority=level,
+            project=project,
+            depends_on=deps,
+            body=body,
+        )
+        ref = board.create(task, created_by=HUMAN)
+    except UserError as exc:
+        fail(str(exc))
+    except ValidationError as exc:  # e.g. an --id with a '/'
+        fail(first_problem(exc)[1])
+    if as_json:
+        typer.echo(json.dumps({"id": ref.id, "path": str(ref.path)}))
+    else:
+        typer.echo(_shown(ref.path))
+
+
+# -- send ------------------------------------------------------------------------
+
+
+def send_command(
+    text: Annotated[str, typer.Argument(help="The message; `-` reads it from standard input.")],
+    to: Annotated[
+        list[str],
+        typer.Option("--to", help=f"Recipient agent (repeat for several; '{BROADCAST}' = all)."),
+    ],
+    subject: Annotated[str, typer.Option(help="A short subject line.")] = "",
+    hive: HiveOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Send a message from you (`human`) to agents' mailboxes."""
+    where = _open_hive(hive)
+    body = sys.stdin.read() if text == "-" else text
+    if not body.strip():
+        fail("the message is empty")
+    office = PostOffice(where)
+    try:
+        paths = office.send(HUMAN, to, subject, body)
+    except UserError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps([str(p) for p in paths]))
+        return
+    for path in paths:
+        typer.echo(_shown(path))
+
+
+# -- status ----------------------------------------------------------------------
+
+
+def status_command(
+    directory: HiveArgument = None,
+    hive: HiveOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show agents (and ROM errors), tasks per state, unread mail and rejected files."""
+    where = _open_hive(directory, hive)
+    status = hive_status(where)
+    if as_json:
+        typer.echo(status.model_dump_json(indent=2))
+        return
+    print_status(status)
+
+
+def print_status(status: HiveStatus) -> None:
+    """The status as rich tables; errors whole, one per line, to be acted on."""
+    console.print(f"[bold]hive[/] {escape(status.root)}", highlight=False)
+    if status.config_error:
+        console.print(
+            f"[bold red]{escape(status.config_error)}[/]", highlight=False, soft_wrap=True
+        )
+
+    agents = Table(title="Agents", title_justify="left")
+    for column in ("agent", "config", "role", "model", "active", "unread"):
+        agents.add_column(column, justify="right" if column in ("active", "unread") else "left")
+    for a in status.agents:
+        config = "[green]ok[/]" if a.ok else "[red]invalid[/]"
+        agents.add_row(
+            escape(a.name), config, escape(a.role), escape(a.model or ""),
+            str(a.active_tasks), str(a.unread),
+        )  # fmt: skip
+    console.print(agents if status.agents else "[dim]no agents (add agents/<name>/ROM.md)[/]")
+    for a in status.agents:
+        if a.error:
+            console.print(f"  [red]{escape(a.error)}[/]", highlight=False, soft_wrap=True)
+
+    tasks = Table(title="Tasks", title_justify="left")
+    for state in status.tasks:
+        tasks.add_column(state.value, justify="right")
+    tasks.add_row(*(str(n) for n in status.tasks.values()))
+    console.print(tasks)
+
+    mail = Table(title="Unread mail", title_justify="left")
+    mail.add_column("mailbox")
+    mail.add_column("unread", justify="right")
+    for name, count in status.mail.items():
+        mail.add_row(escape(name), str(count))
+    console.print(mail)
+
+    if status.rejected:
+        console.print("[bold]Rejected files[/] (fix them, then drop them into tasks/ again)")
+        for item in status.rejected:
+            line = f"  {escape(item.file)}: [red]{escape(item.reason)}[/]"
+            console.print(line, highlight=False, soft_wrap=True)
+
+    if status.daemon is not None:
+        shown = json.dumps(status.daemon, default=str)
+        console.print(f"[bold]daemon[/] {escape(shown[:400])}", highlight=False, soft_wrap=True)
+    else:
+        console.print("[dim]daemon: no .hivemind/status.json (not running yet?)[/]")

@@ -1,0 +1,381 @@
+"""`hivemind memory ...`: the long-term store of a hive (`.hivemind/memory.db`) by hand."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, TextIO
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from hivemind.cli.common import HiveOption, JsonOption, console, err_console, fail, resolve_hive
+from hivemind.errors import HivemindError, UserError
+from hivemind.hive.config import load_hive_config
+from hivemind.hive.layout import HUMAN, Hive
+from hivemind.ltm.jsonl import parse_time
+from hivemind.ltm.records import ImportReport, MemoryStatus, ScoredMemory
+from hivemind.ltm.store import LongTermMemory
+
+memory_app = typer.Typer(
+    name="memory",
+    help=(
+        "The hive's long-term memory (.hivemind/memory.db): import conversations or notes, "
+        "search them as an agent would, add, export, approve proposed preferences."
+    ),
+    no_args_is_help=True,
+)
+
+ProjectOption = Annotated[
+    str | None,
+    typer.Option(
+        "--project",
+        help="Project the memories belong to; a project sees only its own memories "
+        "plus global ones.",
+        show_default=False,
+    ),
+]
+EmbeddingsOption = Annotated[
+    bool,
+    typer.Option(
+        "--embeddings",
+        help="Also rank by sentence embeddings (needs hivemind's optional 'embeddings' extra).",
+    ),
+]
+_SHOWN_ERRORS = 20
+
+
+@contextmanager
+def _store(hive: Path | None, embeddings: bool = False) -> Iterator[tuple[Hive, LongTermMemory]]:
+    """The hive's store, closed afterwards; a user mistake anywhere inside is one red line."""
+    where = resolve_hive(hive)
+    try:
+        config = load_hive_config(where)
+        embedder = None
+        if embeddings:
+            from hivemind.ltm.embeddings import MiniLMEmbedder
+
+            embedder = MiniLMEmbedder()
+        with LongTermMemory(where, config.memory, config.agents.retrieval, embedder) as ltm:
+            yield where, ltm
+    except UserError as exc:
+        fail(escape(str(exc)))
+    except HivemindError as exc:
+        fail(escape(str(exc)), code=2)
+
+
+def _time(value: str | None, what: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError as exc:
+        fail(escape(f"{what}: {exc}"))
+
+
+def _result_json(m: ScoredMemory, with_content: bool = True) -> dict[str, Any]:
+    out = m.terms()
+    if with_content:
+        out["content"] = m.content
+    return out
+
+
+@memory_app.command("import")
+def import_cmd(
+    file: Annotated[
+        Path, typer.Argument(help="JSONL file, one memory per line ('-' reads standard input).")
+    ],
+    project: ProjectOption = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Record this agent as the author.")
+    ] = None,
+    embeddings: EmbeddingsOption = False,
+    hive: HiveOption = None,
+) -> None:
+    """Import memories from a JSONL file, one JSON object per line.
+
+    Fields: "content" (required); optional "id" (kept, so searches return it), "timestamp" (ISO 8601), "importance" (0-1), "domain", "task_type", "tags".
+
+    Bad lines are reported by line number and skipped; the rest is imported.
+    """  # noqa: E501
+    with _store(hive, embeddings) as (_, ltm), _lines(file) as (lines, total):
+        report = _import_with_progress(ltm, lines, total, project=project, agent=agent)
+    for problem in report.errors[:_SHOWN_ERRORS]:
+        err_console.print(f"[yellow]skipped[/] {escape(problem)}", highlight=False, soft_wrap=True)
+    if len(report.errors) > _SHOWN_ERRORS:
+        err_console.print(f"[yellow]… and {len(report.errors) - _SHOWN_ERRORS} more bad lines[/]")
+    for warning in report.warnings:
+        err_console.print(f"[yellow]note:[/] {escape(warning)}", highlight=False)
+    if report.imported == 0 and report.errors:
+        fail(escape(f"{file}: no line could be imported ({len(report.errors)} bad lines)"))
+    rate = f"{report.lines_per_second:,.0f} lines/s" if report.seconds > 0 else "instant"
+    skipped = f", {len(report.errors)} bad lines skipped" if report.errors else ""
+    evicted = f", {report.evicted} low-importance memories evicted" if report.evicted else ""
+    console.print(
+        f"imported {report.imported} memories from {file}{skipped}{evicted} "
+        f"in {report.seconds:.2f} s ({rate})",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _import_with_progress(
+    ltm: LongTermMemory, lines: Iterator[str], total: int, *, project: str | None, agent: str | None
+) -> ImportReport:
+    """Import with a progress bar on stderr for large files (10 000 lines and more)."""
+    with Progress(
+        TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
+        console=err_console, transient=True, disable=total < 10_000,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("import", total=total)
+        return ltm.import_jsonl(
+            lines, project=project, agent=agent, progress=lambda n: bar.advance(task, n)
+        )
+
+
+@contextmanager
+def _lines(file: Path) -> Iterator[tuple[Iterator[str], int]]:
+    if str(file) == "-":
+        data = sys.stdin.read().splitlines()
+        yield iter(data), len(data)
+        return
+    try:
+        with file.open("rb") as f:
+            total = sum(1 for _ in f)
+        handle: TextIO = file.open(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        fail(escape(f"{file}: cannot read: {exc.strerror or exc}"))
+    with handle:
+        yield iter(handle), total
+
+
+@memory_app.command("search")
+def search_cmd(
+    query: Annotated[
+        str | None, typer.Argument(help="What to look for, in plain words.", show_default=False)
+    ] = None,
+    *,
+    project: ProjectOption = None,
+    task: Annotated[
+        str | None, typer.Option("--task", help="Also search this task's memories.")
+    ] = None,
+    k: Annotated[int, typer.Option("--k", min=1, max=1000, help="How many results.")] = 10,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="'Now' for recency, ISO 8601 (default: the current time).",
+            show_default=False,
+        ),
+    ] = None,
+    queries: Annotated[
+        Path | None,
+        typer.Option(
+            "--queries",
+            help="JSONL file of searches, one per line: query, and optionally id, project, "
+            "at, k. Prints one JSON line per search: {id, results: [{id, score, ...}]}.",
+            show_default=False,
+        ),
+    ] = None,
+    embeddings: EmbeddingsOption = False,
+    as_json: JsonOption = False,
+    hive: HiveOption = None,
+) -> None:
+    """Search long-term memory as an agent would (relevance, recency, importance).
+
+    Searching is read-only: it does not count as an access.
+    """
+    if (query is None) == (queries is None):
+        fail("give either a QUERY or --queries FILE")
+    now = _time(at, "--at")
+    with _store(hive, embeddings) as (_, ltm):
+        if queries is not None:
+            _batch_search(ltm, queries, project=project, task=task, k=k, now=now)
+            return
+        assert query is not None
+        found = ltm.recall(
+            query, agent=HUMAN, project=project, task_id=task, k=k, at=now, record_access=False
+        )
+        if as_json:
+            for m in found:
+                print(json.dumps(_result_json(m), ensure_ascii=False))
+            return
+        if not found:
+            hint = "" if project else " (project memories need --project)"
+            console.print(f"no memories match{hint}", highlight=False, soft_wrap=True)
+            return
+        table = Table("#", "id", "score", "rel", "rec", "imp", "memory")
+        for rank, m in enumerate(found, start=1):
+            text = m.content if len(m.content) <= 160 else m.content[:159] + "…"
+            table.add_row(
+                str(rank), escape(m.id), f"{m.score:.3f}", f"{m.relevance:.2f}", f"{m.recency:.2f}",
+                f"{m.importance:.2f}", escape(text),
+            )  # fmt: skip
+        console.print(table)
+
+
+def _batch_search(
+    ltm: LongTermMemory,
+    path: Path,
+    *,
+    project: str | None,
+    task: str | None,
+    k: int,
+    now: datetime | None,
+) -> None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        fail(escape(f"{path}: cannot read: {exc.strerror or exc}"))
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        qid: Any = None
+        try:
+            spec = json.loads(raw)
+            if not isinstance(spec, dict):
+                raise ValueError("expected a JSON object")
+            qid = spec.get("id")
+            q = spec.get("query")
+            if not isinstance(q, str):
+                raise ValueError("query is missing")
+            when = parse_time(spec["at"]) if spec.get("at") is not None else now
+            found = ltm.recall(
+                q, agent=HUMAN, project=spec.get("project", project), task_id=task,
+                k=int(spec.get("k", k)), at=when, record_access=False,
+            )  # fmt: skip
+        except (ValueError, TypeError, UserError) as exc:
+            message = f"line {number}: {exc}"
+            err_console.print(
+                f"[yellow]skipped[/] {escape(message)}", highlight=False, soft_wrap=True
+            )
+            print(json.dumps({"id": qid, "results": [], "error": message}, ensure_ascii=False))
+            continue
+        results = [_result_json(m, with_content=False) for m in found]
+        print(json.dumps({"id": qid, "results": results}, ensure_ascii=False))
+
+
+@memory_app.command("add")
+def add_cmd(
+    text: Annotated[str, typer.Argument(help="The memory, in plain words.")],
+    *,
+    importance: Annotated[
+        float | None,
+        typer.Option(
+            "--importance",
+            min=0.0,
+            max=1.0,
+            help="0-1 (default: estimated from the text).",
+            show_default=False,
+        ),
+    ] = None,
+    project: ProjectOption = None,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            "--scope",
+            help="project or global (default: project if --project is given, else global).",
+            show_default=False,
+        ),
+    ] = None,
+    preference: Annotated[
+        bool,
+        typer.Option(
+            "--preference",
+            help="A preference; a global one waits for "
+            "`hivemind memory approve ID` before any agent sees it.",
+        ),
+    ] = False,
+    agent: Annotated[str, typer.Option("--agent", help="Who remembers it.")] = HUMAN,
+    embeddings: EmbeddingsOption = False,
+    hive: HiveOption = None,
+) -> None:
+    """Add one memory."""
+    chosen = scope or ("project" if project else "global")
+    if chosen not in ("project", "global"):
+        fail(
+            escape(
+                f"--scope must be project or global (got {chosen!r}); task memories belong to tasks"
+            )
+        )
+    with _store(hive, embeddings) as (_, ltm):
+        try:
+            record = ltm.remember(
+                text, agent=agent, scope="project" if chosen == "project" else "global",
+                project=project, importance=importance, preference=preference,
+            )  # fmt: skip
+        except UserError as exc:
+            fail(escape(str(exc)))
+    if record.status is MemoryStatus.PROPOSED:
+        console.print(
+            f"proposed {record.id}: a global preference waits for a person's approval "
+            f"(a message is in mailboxes/{HUMAN}); run `hivemind memory approve {record.id}`",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        where = f"project {record.project}" if record.project else "global"
+        console.print(
+            f"remembered {record.id} ({where}, importance {record.importance:.2f})",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+@memory_app.command("export")
+def export_cmd(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="JSONL (the only format; accepted for scripts).")
+    ] = False,
+    hive: HiveOption = None,
+) -> None:
+    """Print every memory as JSONL on standard output (re-importable with `memory import`)."""
+    with _store(hive) as (_, ltm):
+        for line in ltm.export():
+            print(json.dumps(line, ensure_ascii=False))
+
+
+@memory_app.command("stats")
+def stats_cmd(as_json: JsonOption = False, hive: HiveOption = None) -> None:
+    """How many memories there are, by tier, kind, status and project."""
+    with _store(hive) as (_, ltm):
+        stats = ltm.stats()
+    if as_json:
+        print(json.dumps(stats, ensure_ascii=False))
+        return
+    table = Table("what", "count", show_header=False)
+    table.add_row("memories", str(stats["total"]))
+    for group in ("by_tier", "by_kind", "by_status", "by_project"):
+        for name, count in sorted(stats[group].items()):
+            table.add_row(f"{group.removeprefix('by_')} {name}", str(count))
+    table.add_row("with embeddings", str(stats["embedded"]))
+    table.add_row("oldest", str(stats["oldest"]))
+    table.add_row("newest", str(stats["newest"]))
+    console.print(table)
+
+
+@memory_app.command("approve")
+def approve_cmd(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The proposed memory's id.")],
+    hive: HiveOption = None,
+) -> None:
+    """Approve a proposed global preference: from now on every agent can recall it."""
+    with _store(hive) as (_, ltm):
+        try:
+            record = ltm.approve(memory_id)
+        except UserError as exc:
+            fail(escape(str(exc)))
+    console.print(
+        f"approved {escape(record.id)}: {escape(record.content)}", highlight=False, soft_wrap=True
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `memory` command group to the `hivemind` app."""
+    app.add_typer(memory_app)

@@ -1,0 +1,217 @@
+"""`hivemind run` (the daemon) and `hivemind log` (the audit trail, readable)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from hivemind.agent.audit import AuditLog
+from hivemind.agent.cycle import CycleReport
+from hivemind.cli.common import HiveArgument, HiveOption, JsonOption, console, fail, resolve_hive
+from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.hive.config import load_hive_config
+from hivemind.hive.layout import Hive
+from hivemind.llm.select import make_provider
+
+SCRATCH_PARTS = ("hive.toml", "agents", "knowledge", "tasks", "mailboxes", "workspace")
+
+
+def scratch_copy(hive: Hive) -> Hive:
+    """A fresh copy of the hive's own files under .hivemind/scratch/ (runtime state left out)."""
+    dest = hive.state_dir / "scratch"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for part in SCRATCH_PARTS:
+        src = hive.root / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, symlinks=True)
+        elif src.is_file():
+            shutil.copy2(src, dest / part)
+    return Hive(dest)
+
+
+def _cycle_line(report: CycleReport) -> None:
+    u = report.usage
+    bits = [f"[bold]{report.agent}[/] #{report.cycle}", f"{report.tool_calls} tool calls"]
+    if report.tasks_done:
+        bits.append(f"[green]{report.tasks_done} task(s) done[/]")
+    if report.messages_sent:
+        bits.append(f"{report.messages_sent} message(s) sent")
+    if report.tasks_failed:
+        bits.append(f"[red]{report.tasks_failed} task(s) failed[/]")
+    bits.append(f"{u.total_input + u.output_tokens} tokens")
+    if report.error:
+        bits.append(f"[red]error: {report.error}[/]")
+    console.print("  ".join(bits), highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run(
+        directory: HiveArgument = None,
+        hive_opt: HiveOption = None,
+        until_idle: Annotated[
+            bool, typer.Option("--until-idle", help="Exit once no task or unread mail is left.")
+        ] = False,
+        agents: Annotated[
+            str | None, typer.Option("--agents", help="Run only these agents: a,b,c.")
+        ] = None,
+        max_cycles: Annotated[
+            int | None, typer.Option("--max-cycles", min=1, help="Stop after N think-cycles.")
+        ] = None,
+        poll: Annotated[
+            bool, typer.Option("--poll", help="Poll the folder (network filesystems).")
+        ] = False,
+        scratch: Annotated[
+            bool,
+            typer.Option(
+                "--scratch",
+                help="Run on a fresh copy in .hivemind/scratch/, leaving your files untouched.",
+            ),
+        ] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No line per cycle.")] = False,
+    ) -> None:
+        """Run the hive: agents wake when tasks, mail or their ROM change, and think.
+
+        Without ANTHROPIC_API_KEY the offline provider runs instead of Claude: no model is
+        called and every output says so. Stop with Ctrl-C; in-flight cycles finish first.
+        """
+        hive = resolve_hive(directory, hive_opt)
+        if scratch:
+            hive = scratch_copy(hive)
+            console.print(f"running on a scratch copy: {hive.root}", highlight=False)
+        config = load_hive_config(hive)
+        provider = make_provider(config.provider)
+        if provider.offline:
+            console.print(
+                "[bold yellow]OFFLINE PROVIDER[/] — no API key "
+                f"(${config.provider.api_key_env}) is set, so no model is called: agents "
+                "acknowledge, summarise and complete tasks mechanically, and every output "
+                "is marked \\[offline].",
+                highlight=False,
+            )
+        names = [a.strip() for a in agents.split(",") if a.strip()] if agents else None
+        if names:
+            unknown = sorted(set(names) - set(hive.agent_names()))
+            if unknown:
+                fail(f"no such agent: {', '.join(unknown)} (agents: "
+                     f"{', '.join(hive.agent_names()) or 'none'})")
+        secret = os.environ.get(config.provider.api_key_env, "")
+        daemon = Daemon(
+            hive, config, provider,
+            RunOptions(until_idle=until_idle, agents=names, max_cycles=max_cycles, poll=poll),
+            secrets=(secret,) if secret else (),
+            on_cycle=None if quiet else _cycle_line,
+        )
+        started = time.monotonic()
+        reason = asyncio.run(daemon.run())
+        _summary(daemon, time.monotonic() - started, reason)
+        if reason == "stalled":
+            raise typer.Exit(3)
+
+    @app.command("log")
+    def log(
+        agent: Annotated[str, typer.Argument(help="The agent whose audit trail to show.")],
+        hive_opt: HiveOption = None,
+        follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing.")] = False,
+        as_json: JsonOption = False,
+        last: Annotated[int, typer.Option("--last", "-n", help="Only the last N records.")] = 50,
+    ) -> None:
+        """Show an agent's audit trail: each cycle, its context, tool calls, tokens, errors."""
+        hive = resolve_hive(hive_opt)
+        if agent not in hive.agent_names() and not hive.audit_path(agent).exists():
+            fail(f"no agent {agent!r} in {hive.root} (agents: "
+                 f"{', '.join(hive.agent_names()) or 'none'})")
+        audit = AuditLog(hive.audit_path(agent))
+        records = list(audit.records())[-last:]
+        for rec in records:
+            _print_record(rec, as_json)
+        if follow:
+            _follow(audit.path, as_json)
+
+
+def _print_record(rec: dict[str, object], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rec, ensure_ascii=False, default=str))
+        return
+    event, at, n = rec.get("event"), str(rec.get("at", ""))[:19], rec.get("cycle")
+    if event == "cycle_start":
+        console.print(f"[dim]{at}[/] #{n} start  tasks={rec.get('tasks')} mail={rec.get('mail')}",
+                      highlight=False)
+    elif event == "cycle":
+        usage = rec.get("usage") or {}
+        assert isinstance(usage, dict)
+        tokens = sum(int(v or 0) for v in usage.values())
+        console.print(
+            f"[dim]{at}[/] #{n} [bold]cycle[/] kept={len(rec.get('kept') or [])} "  # type: ignore[arg-type]
+            f"dropped={len(rec.get('dropped') or [])} tokens={tokens} "  # type: ignore[arg-type]
+            f"cost={rec.get('cost')} {rec.get('duration_ms')} ms",
+            highlight=False,
+        )
+        for call in rec.get("tool_calls") or []:  # type: ignore[attr-defined]
+            mark = "[red]✗[/]" if call.get("error") else "[green]✓[/]"
+            console.print(f"     {mark} {call.get('name')} {json.dumps(call.get('input'))[:100]}"
+                          f" → {str(call.get('result'))[:100]}", highlight=False)
+        if rec.get("error"):
+            console.print(f"     [red]error: {rec.get('error')}[/]", highlight=False)
+    else:
+        console.print(f"[dim]{at}[/] #{n} [yellow]{event}[/] "
+                      f"{ {k: v for k, v in rec.items() if k not in ('event', 'at', 'cycle')} }",
+                      highlight=False)
+
+
+def _follow(path: Path, as_json: bool) -> None:
+    pos = path.stat().st_size if path.exists() else 0
+    try:
+        while True:
+            time.sleep(0.5)
+            if not path.exists() or path.stat().st_size <= pos:
+                continue
+            with open(path, encoding="utf-8") as fh:
+                fh.seek(pos)
+                chunk = fh.read()
+                pos = fh.tell()
+            for line in chunk.splitlines():
+                if line.strip():
+                    try:
+                        _print_record(json.loads(line), as_json)
+                    except json.JSONDecodeError:
+                        continue
+    except KeyboardInterrupt:
+        return
+
+
+def _summary(daemon: Daemon, seconds: float, reason: str) -> None:
+    t = daemon.totals
+    table = Table(title=f"hivemind run — stopped: {reason}", show_header=False)
+    u = t.usage
+    rows = [
+        ("provider", daemon.services.provider.name),
+        ("tasks done / failed", f"{t.tasks_done} / {t.tasks_failed}"),
+        ("cycles", f"{t.cycles} ({t.errors} with errors)"),
+        ("tool calls", str(t.tool_calls)),
+        ("tokens in / out", f"{u.total_input} / {u.output_tokens}"),
+        ("cache hit share", f"{u.cache_hit_share:.0%}"),
+        ("cost (estimate)", f"${t.cost:.4f}"),
+        ("wall time", f"{seconds:.1f} s"),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    console.print(table)
+    if daemon.stalled is not None:
+        s = daemon.stalled
+        console.print(
+            f"[yellow]nothing more can happen without you:[/] {s.pending} pending, "
+            f"{s.active} active task(s), unread mail {s.unread}; waiting: "
+            + "; ".join(f"{tid} ({why})" for tid, why in daemon.waiting[:10]),
+            highlight=False,
+        )

@@ -1,0 +1,1 @@
+"""The daemon: one asyncio task per agent, woken by file events or its heartbeat."""

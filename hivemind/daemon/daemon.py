@@ -1,0 +1,287 @@
+"""`hivemind run`: the hive lock, one asyncio task per agent, the watcher, status.json.
+
+Structured like anyio code: a TaskGroup owns every task; SIGINT/SIGTERM set
+`stopping`, agents finish their in-flight cycle (within the grace period) and
+every file is left consistent; `--until-idle` stops once nothing is left to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hivemind.agent.cycle import Agent, CycleReport
+from hivemind.agent.perceive import matches_any
+from hivemind.agent.services import HiveServices
+from hivemind.daemon.dispatch import Dispatcher
+from hivemind.daemon.lock import HiveLock
+from hivemind.daemon.status import IdleState, RunTotals, StatusWriter, hive_idle_state
+from hivemind.hive.layout import Hive
+from hivemind.hive.models import AgentConfig, HiveConfig
+from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
+from hivemind.llm.base import Provider
+
+BACKOFF_START = 2.0
+BACKOFF_MAX = 300.0
+GIVE_UP_WHEN_IDLE = 3  # failed cycles in a row before --until-idle stops waiting
+
+
+@dataclass
+class RunOptions:
+    until_idle: bool = False
+    agents: list[str] | None = None
+    max_cycles: int | None = None
+    poll: bool | None = None
+    idle_settle: float = 0.3
+    backoff: float = BACKOFF_START
+
+
+@dataclass
+class AgentRunner:
+    agent: Agent
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    busy: bool = False
+    failures: int = 0
+    retry_at: float = 0.0
+    task: asyncio.Task[None] | None = None
+    stop: bool = False
+
+
+class Daemon:
+    """Runs the agents of one hive until stopped (or idle, with `until_idle`)."""
+
+    def __init__(
+        self,
+        hive: Hive,
+        config: HiveConfig,
+        provider: Provider,
+        options: RunOptions | None = None,
+        *,
+        secrets: tuple[str, ...] = (),
+        on_cycle: Callable[[CycleReport], None] | None = None,
+    ) -> None:
+        self.hive = hive.ensure()
+        self.config = config
+        self.options = options or RunOptions()
+        self.services = HiveServices.open(hive, provider, config, secrets=secrets)
+        self.services.task_changed = self.request_dispatch
+        self.services.mail_sent = self.wake_agents
+        self.services.figures = self._figures
+        self.dispatcher = Dispatcher(self.services.board)
+        self.runners: dict[str, AgentRunner] = {}
+        self.totals = RunTotals()
+        self.stopping = asyncio.Event()
+        self.exit_reason = ""
+        self._dispatch_wanted = asyncio.Event()
+        self._on_cycle = on_cycle
+        self._figures_cache: tuple[float, dict[str, object]] = (0.0, {})
+        self._last_activity = time.monotonic()
+        self.status = StatusWriter(hive, self)
+        self.waiting: list[tuple[str, str]] = []
+        self.stalled: IdleState | None = None
+
+    # -- wiring ----------------------------------------------------------------
+    def request_dispatch(self) -> None:
+        self._dispatch_wanted.set()
+        self._last_activity = time.monotonic()
+
+    def wake_agents(self, names: list[str]) -> None:
+        for name in names:
+            runner = self.runners.get(name)
+            if runner is not None:
+                runner.wake.set()
+        self._last_activity = time.monotonic()
+
+    def _wanted(self, name: str) -> bool:
+        return self.options.agents is None or name in self.options.agents
+
+    def _configs(self) -> dict[str, AgentConfig]:
+        out = {}
+        for name in self.runners:
+            cfg = self.runners[name].agent.config()
+            if cfg is not None:
+                out[name] = cfg
+        return out
+
+    def _figures(self) -> dict[str, object]:
+        """Hive figures for STATUS blocks, computed at most every half second."""
+        at, figures = self._figures_cache
+        now = time.monotonic()
+        if now - at > 0.5:
+            counts = self.services.board.counts()
+            figures = {"tasks": {k.value: v for k, v in counts.items()},
+                       "agents": sorted(self.runners)}
+            self._figures_cache = (now, figures)
+        return figures
+
+    # -- main ------------------------------------------------------------------
+    async def run(self) -> str:
+        """Run until stopped; returns why it stopped ("idle", "signal", "max-cycles", ...)."""
+        with HiveLock(self.hive):
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.add_signal_handler(sig, self.stop, "signal")
+            try:
+                await self._run()
+            finally:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    with contextlib.suppress(NotImplementedError, RuntimeError):
+                        loop.remove_signal_handler(sig)
+                await self.services.provider.aclose()
+                self.status.write(final=True)
+        return self.exit_reason
+
+    def stop(self, reason: str) -> None:
+        if not self.stopping.is_set():
+            self.exit_reason = reason
+            self.stopping.set()
+
+    async def _run(self) -> None:
+        d = self.config.daemon
+        poll = d.poll if self.options.poll is None else self.options.poll
+        watch_globs = sorted({g for r in self._start_configs().values() for g in r.watch})
+        async with HiveWatcher(
+            self.hive, settle_time=d.settle_time, rescan_interval=d.rescan_interval,
+            poll=poll, watch_globs=watch_globs,
+        ) as watcher, asyncio.TaskGroup() as tg:
+            for name in self.hive.agent_names():
+                if self._wanted(name):
+                    self._start_agent(tg, name)
+            self.request_dispatch()
+            service = [
+                tg.create_task(self._dispatch_loop()),
+                tg.create_task(self._event_loop(watcher, tg)),
+                tg.create_task(self.status.loop()),
+            ]
+            if self.options.until_idle:
+                service.append(tg.create_task(self._idle_loop()))
+            await self.stopping.wait()
+            await self._drain(service)
+
+    def _start_configs(self) -> dict[str, AgentConfig]:
+        out = {}
+        for name in self.hive.agent_names():
+            with contextlib.suppress(Exception):
+                out[name] = self.services.roms.load(name)
+        return out
+
+    def _start_agent(self, tg: asyncio.TaskGroup, name: str) -> None:
+        runner = AgentRunner(agent=Agent(name, self.services))
+        self.runners[name] = runner
+        runner.wake.set()
+        runner.task = tg.create_task(self._agent_loop(runner))
+
+    async def _drain(self, service: list[asyncio.Task[None]]) -> None:
+        """Let in-flight cycles finish (grace period), then cancel the rest."""
+        for runner in self.runners.values():
+            runner.stop = True
+            runner.wake.set()
+        tasks = [r.task for r in self.runners.values() if r.task is not None]
+        if tasks:
+            _done, pending = await asyncio.wait(tasks, timeout=self.config.daemon.grace_period)
+            for t in pending:
+                t.cancel()
+        for t in service:
+            t.cancel()
+
+    # -- loops -----------------------------------------------------------------
+    async def _agent_loop(self, runner: AgentRunner) -> None:
+        while not runner.stop:
+            if runner.retry_at:
+                # A failed cycle is retried after its back-off, whatever wakes us meanwhile.
+                delay = max(0.0, runner.retry_at - time.monotonic())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), timeout=delay)
+                runner.retry_at = 0.0
+            else:
+                cfg = runner.agent.config()
+                heartbeat = cfg.heartbeat if cfg is not None and cfg.heartbeat > 0 else None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(runner.wake.wait(), timeout=heartbeat)
+            if runner.stop:
+                break
+            runner.wake.clear()
+            runner.busy = True
+            try:
+                report = await runner.agent.cycle()
+            finally:
+                runner.busy = False
+            self._after_cycle(runner, report)
+
+    def _after_cycle(self, runner: AgentRunner, report: CycleReport) -> None:
+        if not report.ran:
+            return
+        self.totals.add(report)
+        if self._on_cycle is not None:
+            self._on_cycle(report)
+        if report.error is not None and report.tool_calls == 0:
+            runner.failures += 1
+            backoff = min(BACKOFF_MAX, self.options.backoff * 2 ** (runner.failures - 1))
+            runner.retry_at = time.monotonic() + backoff
+            return
+        runner.failures = 0
+        self._last_activity = time.monotonic()
+        runner.wake.set()  # look again: the cycle may have left work (new tasks, replies)
+        self.request_dispatch()
+        if self.options.max_cycles is not None and self.totals.cycles >= self.options.max_cycles:
+            self.stop("max-cycles")
+
+    async def _dispatch_loop(self) -> None:
+        while not self.stopping.is_set():
+            await self._dispatch_wanted.wait()
+            self._dispatch_wanted.clear()
+            result = self.dispatcher.dispatch(self._configs())
+            for name in result.claimed:
+                self.runners[name].wake.set()
+            self.waiting = result.waiting
+            await asyncio.sleep(0.005)  # coalesce bursts of completions into one scan
+
+    async def _event_loop(self, watcher: HiveWatcher, tg: asyncio.TaskGroup) -> None:
+        while not self.stopping.is_set():
+            event = await watcher.events.get()
+            self._handle(event, tg)
+
+    def _handle(self, event: HiveEvent, tg: asyncio.TaskGroup) -> None:
+        kind, name = event.kind, event.agent
+        if kind is HiveEventKind.TASK_DROPPED:
+            self.request_dispatch()
+        elif kind in (HiveEventKind.MAIL_ARRIVED, HiveEventKind.ROM_CHANGED) and name:
+            self.wake_agents([name])
+        elif kind is HiveEventKind.AGENT_ADDED and name and self._wanted(name):
+            if name not in self.runners:
+                self._start_agent(tg, name)
+                self.request_dispatch()
+        elif kind is HiveEventKind.AGENT_REMOVED and name and name in self.runners:
+            runner = self.runners.pop(name)
+            runner.stop = True
+            runner.wake.set()
+        elif kind is HiveEventKind.FILE_CHANGED:
+            rel = self.hive.relative(event.path)
+            for runner_name, runner in self.runners.items():
+                cfg = runner.agent.config()
+                if cfg is not None and matches_any(rel, cfg.watch):
+                    self.wake_agents([runner_name])
+
+    async def _idle_loop(self) -> None:
+        """With --until-idle: stop when no work is left, or nothing can move any more."""
+        settle = self.options.idle_settle
+        while not self.stopping.is_set():
+            await asyncio.sleep(settle / 3)
+            if self._dispatch_wanted.is_set() or any(
+                r.busy or r.wake.is_set() or (r.retry_at and r.failures < GIVE_UP_WHEN_IDLE)
+                for r in self.runners.values()
+            ):
+                continue
+            if time.monotonic() - self._last_activity < settle:
+                continue
+            state = hive_idle_state(self.hive, list(self.runners))
+            if state.empty:
+                self.stop("idle")
+            elif time.monotonic() - self._last_activity > max(2.0, 4 * settle):
+                self.stalled = state
+                self.stop("stalled")

@@ -1,0 +1,145 @@
+"""Run totals, `.hivemind/status.json`, and the idle check of `--until-idle`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hivemind.agent.cycle import CycleReport
+from hivemind.hive.layout import Hive
+from hivemind.hive.mailbox import Mailbox
+from hivemind.llm.base import Usage
+from hivemind.memory.blocks import utcnow
+
+if TYPE_CHECKING:
+    from hivemind.daemon.daemon import Daemon
+
+STATUS_EVERY = 1.0
+
+
+@dataclass
+class RunTotals:
+    """What this run did, for the summary and status.json."""
+
+    cycles: int = 0
+    errors: int = 0
+    tool_calls: int = 0
+    tasks_done: int = 0
+    tasks_failed: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    overhead_ms: list[float] = field(default_factory=list)
+    prefix_reuse: list[float] = field(default_factory=list)
+
+    def add(self, report: CycleReport) -> None:
+        self.cycles += 1
+        self.errors += report.error is not None
+        self.tool_calls += report.tool_calls
+        self.usage = self.usage + report.usage
+        self.cost += report.cost or 0.0
+        self.overhead_ms.append(report.overhead_ms)
+        if report.prefix_reuse is not None:
+            self.prefix_reuse.append(report.prefix_reuse)
+        self.tasks_done += report.tasks_done
+        self.tasks_failed += report.tasks_failed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "cycles": self.cycles,
+            "errors": self.errors,
+            "tool_calls": self.tool_calls,
+            "tasks_done": self.tasks_done,
+            "tasks_failed": self.tasks_failed,
+            "usage": self.usage.model_dump(),
+            "cost_usd": round(self.cost, 6),
+            "cache_hit_share": round(self.usage.cache_hit_share, 4),
+            "overhead_ms_median": (
+                round(statistics.median(self.overhead_ms), 2) if self.overhead_ms else None
+            ),
+        }
+
+
+@dataclass
+class IdleState:
+    """What is still on the board for the running agents."""
+
+    pending: int = 0
+    active: int = 0
+    unread: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return self.pending == 0 and self.active == 0 and not any(self.unread.values())
+
+
+def hive_idle_state(hive: Hive, agents: list[str]) -> IdleState:
+    """Count pending tasks, active tasks of `agents` and their unread mail (disk only)."""
+    state = IdleState()
+    if hive.tasks_dir.is_dir():
+        state.pending = sum(
+            1 for p in hive.tasks_dir.glob("*.md") if p.is_file() and not p.name.startswith(".")
+        )
+    for name in agents:
+        adir = hive.active_dir_for(name)
+        if adir.is_dir():
+            state.active += sum(1 for p in adir.glob("*.md") if not p.name.startswith("."))
+        n = len(Mailbox(hive, name).unread())
+        if n:
+            state.unread[name] = n
+    return state
+
+
+class StatusWriter:
+    """Keeps `.hivemind/status.json` fresh while the daemon runs (atomic replace)."""
+
+    def __init__(self, hive: Hive, daemon: Daemon) -> None:
+        self.hive = hive
+        self.daemon = daemon
+        self.started_at = utcnow()
+
+    def snapshot(self, final: bool = False) -> dict[str, Any]:
+        d = self.daemon
+        agents = {}
+        for name, runner in d.runners.items():
+            a = runner.agent
+            agents[name] = {
+                "state": (
+                    "thinking" if runner.busy else "error" if a.last_error else
+                    "paused" if a.budget.warned else "idle"
+                ),
+                "cycles": a.cycle_no,
+                "last_error": a.last_error,
+                "config_error": a.config_error,
+                "tokens_today": a.budget.spent_today,
+            }
+        return {
+            "pid": os.getpid(),
+            "running": not final,
+            "stopped_because": d.exit_reason or None,
+            "provider": d.services.provider.name,
+            "started_at": self.started_at.isoformat(),
+            "updated_at": utcnow().isoformat(),
+            "agents": agents,
+            "waiting_tasks": [{"id": t, "why": why} for t, why in d.waiting[:50]],
+            "totals": d.totals.as_dict(),
+        }
+
+    def write(self, final: bool = False) -> None:
+        self._write(self.snapshot(final))
+
+    def _write(self, snapshot: dict[str, Any]) -> None:
+        path = self.hive.status_file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".status.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+
+    async def loop(self) -> None:
+        while True:
+            # Snapshot on the loop (the runners change there), write in a thread.
+            await asyncio.to_thread(self._write, self.snapshot())
+            await asyncio.sleep(STATUS_EVERY)

@@ -1,0 +1,95 @@
+"""What the watcher reports on: which paths mean which event, and a stat snapshot."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from enum import StrEnum
+from pathlib import Path
+
+from hivemind.hive.layout import Hive, is_temp_name
+from hivemind.hive.paths import glob_match, glob_root
+from hivemind.hive.statcache import Sig, sig_of
+
+
+class HiveEventKind(StrEnum):
+    TASK_DROPPED = "task_dropped"
+    MAIL_ARRIVED = "mail_arrived"
+    ROM_CHANGED = "rom_changed"
+    AGENT_ADDED = "agent_added"
+    AGENT_REMOVED = "agent_removed"
+    KNOWLEDGE_CHANGED = "knowledge_changed"
+    FILE_CHANGED = "file_changed"
+
+
+def classify(rel: str, watch_globs: Iterable[str] = ()) -> list[tuple[HiveEventKind, str | None]]:
+    """The event kinds a change of the hive-relative POSIX path `rel` stands for."""
+    parts = rel.split("/")
+    if any(is_temp_name(p) for p in parts):
+        return []  # editor temp names, .hivemind/, .git/, maildir temp files
+    out: list[tuple[HiveEventKind, str | None]] = []
+    top, depth = parts[0], len(parts)
+    if top == "tasks" and depth == 2 and rel.endswith(".md"):
+        out.append((HiveEventKind.TASK_DROPPED, None))
+    elif top == "mailboxes" and depth == 4 and parts[2] == "new":
+        out.append((HiveEventKind.MAIL_ARRIVED, parts[1]))
+    elif top == "agents" and depth == 3 and parts[2] == "ROM.md":
+        out.append((HiveEventKind.ROM_CHANGED, parts[1]))
+    elif top == "knowledge" and depth >= 2:
+        out.append((HiveEventKind.KNOWLEDGE_CHANGED, None))
+    if any(glob_match(g, rel) for g in watch_globs):
+        out.append((HiveEventKind.FILE_CHANGED, None))
+    return out
+
+
+def lstat_sig(path: Path) -> Sig | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return None if stat.S_ISDIR(st.st_mode) else sig_of(st)
+
+
+def snapshot(hive: Hive, watch_globs: Iterable[str] = ()) -> dict[Path, Sig]:
+    """(path -> inode, size, mtime) of every file the watcher reports on."""
+    out: dict[Path, Sig] = {}
+
+    def add(path: Path) -> None:
+        sig = lstat_sig(path)
+        if sig is not None:
+            out[path] = sig
+
+    for entry in _scan(hive.tasks_dir):
+        if entry.name.endswith(".md"):
+            add(Path(entry.path))
+    for box in _scan(hive.mailboxes_dir):
+        for entry in _scan(Path(box.path) / "new"):
+            add(Path(entry.path))
+    for agent in _scan(hive.agents_dir):
+        rom = Path(agent.path) / "ROM.md"
+        if os.path.lexists(rom):
+            add(rom)
+    for path in _walk(hive.knowledge_dir):
+        add(path)
+    for pattern in watch_globs:
+        base = hive.root / glob_root(pattern)
+        for path in _walk(base):
+            if glob_match(pattern, path.relative_to(hive.root).as_posix()):
+                add(path)
+    return out
+
+
+def _scan(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        return [e for e in os.scandir(folder) if not is_temp_name(e.name)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _walk(folder: Path) -> Iterable[Path]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not is_temp_name(d)]
+        for name in files:
+            if not is_temp_name(name):
+                yield Path(root) / name

@@ -1,0 +1,160 @@
+"""Tasks, messages and ROM.md files: typed readers and writers over `document`.
+
+Errors raise `FileFormatError` with the line of the bad field
+(`line 3: priority must be one of critical, high, medium, low (got 'urgent')`);
+unknown front matter keys are kept in `extra` and logged as a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from hivemind.errors import FileFormatError
+from hivemind.hive.document import (
+    MAX_FILE_BYTES,
+    Document,
+    first_heading,
+    load,
+    parse,
+    read_text,
+    render,
+    split,
+)
+from hivemind.hive.models import AgentConfig, AgentSettings, Message, Task
+from hivemind.hive.problems import first_problem
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "Document",
+    "first_heading",
+    "load",
+    "message_front",
+    "parse",
+    "read_message",
+    "read_rom",
+    "read_task",
+    "read_text",
+    "render",
+    "render_message",
+    "render_task",
+    "split",
+    "task_from_document",
+    "task_front",
+]
+
+logger = logging.getLogger(__name__)
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+# -- typed readers -------------------------------------------------------------
+
+
+def _aliases(model: type[BaseModel], exclude: Iterable[str]) -> frozenset[str]:
+    skip = set(exclude)
+    return frozenset(
+        (info.alias or name) for name, info in model.model_fields.items() if name not in skip
+    )
+
+
+_TASK_KEYS = _aliases(Task, ("body", "extra"))
+_MESSAGE_KEYS = _aliases(Message, ("body", "extra"))
+_ROM_KEYS = _aliases(AgentConfig, ("name", "instructions", "extra"))
+
+
+def _known_and_extra(doc: Document, known: frozenset[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    fields: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in doc.front.items():
+        if key in known:
+            fields[key] = value
+        else:
+            extra[key] = value
+            line = doc.line_of((key,))
+            where = f"line {line}: " if line else ""
+            logger.warning("%s: %sunknown field %r kept as extra", doc.path, where, key)
+    return fields, extra
+
+
+def _validate(model: type[_M], data: dict[str, Any], doc: Document) -> _M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        loc, problem = first_problem(exc)
+        raise FileFormatError(doc.path, problem, doc.line_of(loc)) from None
+
+
+def task_from_document(doc: Document) -> Task:
+    """A Task from a parsed task file (id = file stem, title = first heading by default)."""
+    fields, extra = _known_and_extra(doc, _TASK_KEYS)
+    fields.setdefault("id", doc.path.stem)
+    if not fields.get("title"):
+        fields["title"] = first_heading(doc.body) or str(fields["id"])
+    return _validate(Task, {**fields, "body": doc.body, "extra": extra}, doc)
+
+
+def read_task(path: Path) -> Task:
+    """Read a task file; FileFormatError says what is wrong and on which line."""
+    return task_from_document(load(path))
+
+
+def mailbox_owner(path: Path) -> str:
+    """`bob` for `mailboxes/bob/new/x.md`."""
+    return path.parent.parent.name if path.parent.name in ("new", "cur", "tmp") else "unknown"
+
+
+def read_message(path: Path) -> Message:
+    """Read a message; without front matter it is a raw message from `unknown`."""
+    doc = load(path)
+    fields, extra = _known_and_extra(doc, _MESSAGE_KEYS)
+    fields.setdefault("id", path.stem)
+    fields.setdefault("to", mailbox_owner(path))
+    return _validate(Message, {**fields, "body": doc.body, "extra": extra}, doc)
+
+
+def read_rom(path: Path, name: str, defaults: AgentSettings) -> AgentConfig:
+    """An agent's config: hive defaults overridden by the ROM's fields; body = instructions."""
+    doc = load(path)
+    fields, extra = _known_and_extra(doc, _ROM_KEYS)
+    data: dict[str, Any] = defaults.model_dump()
+    for key, value in fields.items():
+        # `budget: {per_day: 5}` overrides one key of the hive's budget, not all of it.
+        if isinstance(data.get(key), dict) and isinstance(value, dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    data.update(name=name, instructions=doc.body.strip(), extra=extra)
+    return _validate(AgentConfig, data, doc)
+
+
+# -- writing -------------------------------------------------------------------
+
+
+def task_front(task: Task) -> dict[str, Any]:
+    """The front matter of a task: id first, fields that differ from the defaults, extra."""
+    data = task.model_dump(exclude={"body", "extra"}, exclude_defaults=True)
+    front: dict[str, Any] = {"id": task.id, "title": task.title, **data}
+    front.update({k: v for k, v in task.extra.items() if k not in front})
+    return front
+
+
+def render_task(task: Task) -> str:
+    """A task file's full text."""
+    return render(task_front(task), task.body)
+
+
+def message_front(message: Message) -> dict[str, Any]:
+    """The front matter of a message (unset optional fields left out)."""
+    data = message.model_dump(exclude={"body", "extra"}, by_alias=True, exclude_none=True)
+    data.update({k: v for k, v in message.extra.items() if k not in data})
+    return data
+
+
+def render_message(message: Message) -> str:
+    """A message file's full text."""
+    return render(message_front(message), message.body)

@@ -1,0 +1,315 @@
+"""Maildir mailboxes: mailboxes/<name>/{tmp,new,cur}/, one per agent and one for `human`.
+
+A delivery is written in tmp/, fsynced, then linked into new/ (atomic; a file in
+new/ is always whole). A message moves to cur/ only when the cycle that saw it is
+over, so a crash means it is seen again, never missed. Unparsable files are still
+messages (raw text, from `unknown`): nothing in a mailbox is lost.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import secrets
+import stat
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hivemind.errors import FileFormatError, UnknownAgentError, UserError
+from hivemind.hive.atomic import fsync_all, fsync_dir, link_new, write_temp
+from hivemind.hive.frontmatter import MAX_FILE_BYTES, read_message, render_message
+from hivemind.hive.layout import HUMAN, Hive, is_temp_name
+from hivemind.hive.models import Message, check_file_id
+from hivemind.hive.statcache import StatCache
+from hivemind.memory.blocks import utcnow
+
+logger = logging.getLogger(__name__)
+
+BROADCAST = "*"
+"""`to: "*"`: every agent and the human, except the sender."""
+
+_id_lock = threading.Lock()
+_id_seq = itertools.count()
+_id_last_us = 0
+
+
+def new_message_id() -> str:
+    """A unique id that sorts by time across processes: `20261122T012233.123456Z-pid-seq-rand`."""
+    global _id_last_us
+    with _id_lock:
+        # Strictly increasing within a process even if the clock steps back.
+        now_us = max(time.time_ns() // 1000, _id_last_us + 1)
+        _id_last_us = now_us
+        seq = next(_id_seq) & 0xFFFFFF
+    moment = datetime.fromtimestamp(now_us // 1_000_000, UTC)
+    stamp = f"{moment:%Y%m%dT%H%M%S}.{now_us % 1_000_000:06d}Z"
+    return f"{stamp}-{os.getpid():06x}-{seq:06x}-{secrets.token_hex(3)}"
+
+
+@dataclass
+class MailItem:
+    """A message and its file; `read` = it is in cur/."""
+
+    message: Message
+    path: Path
+    read: bool = False
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A message written and fsynced in tmp/, not yet visible in new/."""
+
+    tmp: Path
+    name: str
+
+
+def _order(item: MailItem, mtime: float) -> tuple[float, str]:
+    sent = item.message.sent_at
+    if sent is not None:
+        sent = sent if sent.tzinfo else sent.replace(tzinfo=UTC)
+        return sent.timestamp(), item.path.name
+    return mtime, item.path.name
+
+
+class Mailbox:
+    """One maildir. `settle_time` > 0 skips files in new/ changed that recently
+    (for people who write into new/ directly rather than through tmp/)."""
+
+    def __init__(
+        self, hive: Hive, name: str, *, settle_time: float = 0.0, fsync: bool = True
+    ) -> None:
+        try:
+            check_file_id(name)
+        except ValueError as exc:
+            raise UserError(f"mailbox name: {exc}") from None
+        self.hive = hive
+        self.name = name
+        self.dir = hive.mailbox_dir(name)
+        self.settle_time = settle_time
+        self.fsync = fsync
+        self._parsed: StatCache[Message] = StatCache()
+
+    def __repr__(self) -> str:
+        return f"Mailbox({self.name!r})"
+
+    @property
+    def tmp_dir(self) -> Path:
+        return self.dir / "tmp"
+
+    @property
+    def new_dir(self) -> Path:
+        return self.dir / "new"
+
+    @property
+    def cur_dir(self) -> Path:
+        return self.dir / "cur"
+
+    def ensure(self) -> Mailbox:
+        """Create tmp/, new/ and cur/ if missing."""
+        for folder in (self.tmp_dir, self.new_dir, self.cur_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        return self
+
+    # -- delivering --------------------------------------------------------------
+    def has(self, message_id: str) -> bool:
+        """True if a message with this id is in new/ or cur/."""
+        name = f"{message_id}.md"
+        return os.path.lexists(self.new_dir / name) or os.path.lexists(self.cur_dir / name)
+
+    def stage(self, message: Message, *, fsync: bool | None = None) -> Staged:
+        """Step 1 of a delivery: the whole file in tmp/ (fsynced unless told not to)."""
+        name = f"{message.id}.md"
+        data = render_message(message).encode("utf-8")
+        sync = self.fsync if fsync is None else fsync
+        try:
+            return Staged(write_temp(self.tmp_dir, name, data, fsync=sync), name)
+        except FileNotFoundError:  # first delivery: the maildir does not exist yet
+            self.ensure()
+            return Staged(write_temp(self.tmp_dir, name, data, fsync=sync), name)
+
+    def commit(self, staged: Staged) -> Path | None:
+        """Step 2: link into new/ (never replacing); None if the id was already delivered."""
+        target = self.new_dir / staged.name
+        try:
+            if os.path.lexists(self.cur_dir / staged.name):
+                return None
+            try:
+                linked = link_new(staged.tmp, target)
+            except FileNotFoundError:
+                if not staged.tmp.exists():
+                    raise
+                self.ensure()  # new/ was removed by hand
+                linked = link_new(staged.tmp, target)
+            return target if linked else None
+        finally:
+            staged.tmp.unlink(missing_ok=True)
+
+    def deliver(self, message: Message) -> Path | None:
+        """Deliver atomically; a message id already in new/ or cur/ is not delivered again."""
+        if self.has(message.id):
+            return None
+        return self.commit(self.stage(message))
+
+    def deliver_many(self, messages: list[Message]) -> list[Path | None]:
+        """Deliver a batch: files fsynced together, then linked, then new/ fsynced once."""
+        staged = {
+            i: self.stage(m, fsync=False) for i, m in enumerate(messages) if not self.has(m.id)
+        }
+        if self.fsync:
+            fsync_all([s.tmp for s in staged.values()])
+        out = [self.commit(staged[i]) if i in staged else None for i in range(len(messages))]
+        if self.fsync and any(out):
+            fsync_dir(self.new_dir)
+        return out
+
+    # -- reading -------------------------------------------------------------------
+    def _parse(self, path: Path) -> Message:
+        try:
+            return read_message(path)
+        except FileFormatError as exc:
+            return raw_message(path, self.name, exc.reason)
+
+    def _read(self, path: Path, st: os.stat_result) -> Message:
+        return self._parsed.load(path, st, self._parse)
+
+    def _items(self, folder: Path, read: bool) -> list[tuple[MailItem, float]]:
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            return []
+        now = time.time()
+        out = []
+        for entry in entries:
+            if is_temp_name(entry.name):
+                continue
+            path = Path(entry.path)
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode):
+                    # A symlink could pull a file from outside the hive into a prompt.
+                    logger.warning("%s: not a regular file; not read as mail", path)
+                    continue
+                if not read and self.settle_time > 0 and now - st.st_mtime < self.settle_time:
+                    continue
+                out.append((MailItem(self._read(path, st), path, read), st.st_mtime))
+            except FileNotFoundError:
+                continue  # marked read meanwhile
+        return out
+
+    def unread(self) -> list[MailItem]:
+        """Messages in new/, oldest first."""
+        items = self._items(self.new_dir, read=False)
+        self._parsed.keep_only(self.new_dir, (item.path for item, _ in items))
+        return [item for item, mtime in sorted(items, key=lambda pair: _order(*pair))]
+
+    def read_items(self, limit: int = 20) -> list[MailItem]:
+        """The `limit` most recent read messages (cur/), oldest first."""
+        items = sorted(self._items(self.cur_dir, read=True), key=lambda pair: _order(*pair))
+        return [item for item, _ in items[-limit:]] if limit > 0 else []
+
+    def count_unread(self) -> int:
+        """Files waiting in new/ (without parsing them)."""
+        try:
+            return sum(1 for e in os.scandir(self.new_dir) if not is_temp_name(e.name))
+        except FileNotFoundError:
+            return 0
+
+    def mark_read(self, item: MailItem) -> Path:
+        """Move the message from new/ to cur/; idempotent."""
+        if item.path.parent == self.cur_dir:
+            return item.path
+        target = self.cur_dir / item.path.name
+        self.cur_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(item.path, target)
+        except FileNotFoundError:
+            if not os.path.lexists(target):
+                raise FileNotFoundError(f"{item.path}: no such message in new/ or cur/") from None
+        self._parsed.forget(item.path)
+        item.path, item.read = target, True
+        return target
+
+
+def raw_message(path: Path, owner: str, reason: str | None = None) -> Message:
+    """A file that is not a valid message, kept as one: raw text, from `unknown`."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES)
+    except OSError:
+        data = b""
+    extra: dict[str, Any] = {"error": reason} if reason else {}
+    try:
+        message_id = check_file_id(path.stem)
+    except ValueError:
+        message_id = f"raw-{secrets.token_hex(4)}"
+    return Message(
+        id=message_id, to=owner, body=data.decode("utf-8", errors="replace"), extra=extra
+    )
+
+
+class PostOffice:
+    """Sends messages: sets `from`, `sent_at` and the id; one copy per recipient."""
+
+    def __init__(self, hive: Hive, *, fsync: bool = True, sync_dirs: bool = False) -> None:
+        self.hive = hive
+        self.fsync = fsync
+        self.sync_dirs = sync_dirs
+
+    def mailbox(self, name: str) -> Mailbox:
+        """The mailbox of an agent or of `human` (created on first delivery)."""
+        return Mailbox(self.hive, name, fsync=self.fsync)
+
+    def recipients(self, sender: str, to: str | list[str]) -> list[str]:
+        """Expand `*` and check every name is an agent or `human`."""
+        known = [*self.hive.agent_names(), HUMAN]
+        wanted = [to] if isinstance(to, str) else list(to)
+        out: list[str] = []
+        for name in wanted:
+            names = [n for n in known if n != sender] if name == BROADCAST else [name]
+            for n in names:
+                if n not in known:
+                    listed = ", ".join(known[:-1]) or "none yet"
+                    raise UnknownAgentError(
+                        f"unknown recipient {n!r} (agents: {listed}; or {HUMAN}, "
+                        f"or {BROADCAST} for everyone)"
+                    )
+                if n not in out:
+                    out.append(n)
+        return out
+
+    def send(
+        self,
+        sender: str,
+        to: str | list[str],
+        subject: str = "",
+        body: str = "",
+        **fields: Any,
+    ) -> list[Path]:
+        """Deliver one message to each recipient; returns the files written in new/."""
+        names = self.recipients(sender, to)
+        known = {k: v for k, v in fields.items() if k in ("id", "thread", "in_reply_to", "task")}
+        extra = {k: v for k, v in fields.items() if k not in known}
+        message_id = known.pop("id", None) or new_message_id()
+        sent_at = utcnow()
+        staged: list[tuple[Mailbox, Staged]] = []
+        for name in names:
+            box = self.mailbox(name)
+            if box.has(message_id):
+                continue
+            message = Message(
+                id=message_id, from_=sender, to=name, subject=subject, sent_at=sent_at,
+                body=body, extra=extra, **known,
+            )  # fmt: skip
+            staged.append((box, box.stage(message, fsync=False)))
+        if self.fsync:  # every copy reaches the disk before any is visible
+            fsync_all([s.tmp for _, s in staged])
+        delivered = [p for box, s in staged if (p := box.commit(s)) is not None]
+        if self.sync_dirs:
+            for folder in {p.parent for p in delivered}:
+                fsync_dir(folder)
+        return delivered

@@ -1,0 +1,43 @@
+"""tasks/rejected/: where unreadable files go, whole and unchanged, with a `.reason`."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from hivemind.hive.atomic import atomic_write, move_into
+from hivemind.hive.layout import Hive
+
+logger = logging.getLogger(__name__)
+
+REASON_SUFFIX = ".reason"
+
+
+def quarantine(hive: Hive, path: Path, reason: str) -> Path:
+    """Move `path` (never rewritten) to tasks/rejected/ and write `<name>.reason`.
+
+    Raises FileNotFoundError if the file is gone (another process moved it first).
+    """
+    hive.rejected_dir.mkdir(parents=True, exist_ok=True)
+    name = path.name if not path.name.endswith(REASON_SUFFIX) else path.name + ".txt"
+    target = move_into(path, hive.rejected_dir, name)
+    line = " ".join(reason.split())  # one line, whatever the reason text holds
+    atomic_write(target.with_name(target.name + REASON_SUFFIX), line + "\n")
+    logger.warning("%s: rejected to %s: %s", hive.relative(path), hive.relative(target), line)
+    return target
+
+
+def rejected(hive: Hive) -> list[tuple[Path, str]]:
+    """Every rejected file with its reason (`""` if the reason file is missing)."""
+    if not hive.rejected_dir.is_dir():
+        return []
+    out = []
+    for path in sorted(hive.rejected_dir.iterdir()):
+        if path.name.endswith(REASON_SUFFIX) or path.name.startswith("."):
+            continue
+        try:
+            reason = path.with_name(path.name + REASON_SUFFIX).read_text("utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            reason = ""
+        out.append((path, reason))
+    return out

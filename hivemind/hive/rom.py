@@ -1,0 +1,88 @@
+"""Agents' ROM.md files with last-good semantics: an invalid edit never stops an agent.
+
+Each ROM is re-read only when its file changed (inode, size, mtime); a bad edit
+keeps the previous valid config and records the error for `hivemind status`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
+from hivemind.hive.frontmatter import read_rom
+from hivemind.hive.layout import Hive
+from hivemind.hive.models import AgentConfig, AgentSettings
+from hivemind.hive.statcache import RACY_MARGIN, Sig, sig_of
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Entry:
+    sig: Sig | None = None
+    read_at: float = 0.0
+    good: AgentConfig | None = None
+    error: str | None = None
+
+
+class RomRegistry:
+    """Loads agents' configs from agents/<name>/ROM.md over hive-wide `defaults`."""
+
+    def __init__(self, hive: Hive, defaults: AgentSettings) -> None:
+        self.hive = hive
+        self.defaults = defaults
+        self._entries: dict[str, _Entry] = {}
+
+    def load(self, name: str) -> AgentConfig:
+        """The agent's config; the last good one if the ROM is now invalid.
+
+        Raises UnknownAgentError if there is no ROM.md, ConfigError if it has never
+        been valid.
+        """
+        path = self.hive.rom_path(name)
+        entry = self._entries.setdefault(name, _Entry())
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            self._entries.pop(name, None)
+            raise UnknownAgentError(
+                f"no agent named {name!r}: {self.hive.relative(path)} does not exist"
+            ) from None
+        sig = sig_of(st)
+        if sig != entry.sig or entry.read_at - st.st_mtime < RACY_MARGIN:
+            entry.sig, entry.read_at = sig, time.time()
+            try:
+                entry.good, entry.error = read_rom(path, name, self.defaults), None
+            except FileFormatError as exc:
+                error = f"{self.hive.relative(path)}: {exc.reason}"
+                if error != entry.error:
+                    kept = "keeping the last good config" if entry.good else "no valid config yet"
+                    logger.warning("%s (%s)", error, kept)
+                entry.error = error
+            except OSError as exc:
+                entry.error = f"{self.hive.relative(path)}: cannot read: {exc.strerror}"
+        if entry.good is None:
+            raise ConfigError(entry.error or f"{self.hive.relative(path)}: not loaded")
+        return entry.good
+
+    def error(self, name: str) -> str | None:
+        """The problem of the agent's current ROM.md, or None if it is valid."""
+        entry = self._entries.get(name)
+        return entry.error if entry else None
+
+    def agents(self) -> list[str]:
+        """Names of the agents (folders of agents/ with a ROM.md)."""
+        return self.hive.agent_names()
+
+    def configs(self) -> dict[str, AgentConfig]:
+        """Every agent with a valid (or last good) config."""
+        out = {}
+        for name in self.agents():
+            try:
+                out[name] = self.load(name)
+            except (ConfigError, UnknownAgentError):
+                continue
+        return out

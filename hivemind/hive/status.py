@@ -1,0 +1,112 @@
+"""`hivemind status` from the disk alone: works whether or not a daemon runs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hivemind.errors import ConfigError, UnknownAgentError
+from hivemind.hive.config import load_hive_config
+from hivemind.hive.layout import HUMAN, Hive, is_temp_name
+from hivemind.hive.mailbox import Mailbox
+from hivemind.hive.models import AgentSettings, TaskState
+from hivemind.hive.quarantine import rejected
+from hivemind.hive.rom import RomRegistry
+from hivemind.hive.tasks import TaskBoard
+
+
+class AgentStatus(BaseModel):
+    """One agent: is its ROM valid, what is it doing."""
+
+    name: str
+    ok: bool
+    error: str | None = None
+    role: str = ""
+    model: str | None = None
+    active_tasks: int = 0
+    unread: int = 0
+
+
+class RejectedFile(BaseModel):
+    """A file in tasks/rejected/ and why."""
+
+    file: str
+    reason: str
+
+
+class HiveStatus(BaseModel):
+    """Everything `hivemind status` shows."""
+
+    root: str
+    config_error: str | None = None
+    agents: list[AgentStatus] = Field(default_factory=list)
+    tasks: dict[TaskState, int] = Field(default_factory=dict)
+    mail: dict[str, int] = Field(default_factory=dict, description="unread per mailbox")
+    rejected: list[RejectedFile] = Field(default_factory=list)
+    daemon: Any = Field(default=None, description=".hivemind/status.json, raw")
+
+
+def _mailboxes(hive: Hive, agents: list[str]) -> dict[str, int]:
+    names = {*agents, HUMAN}
+    with contextlib.suppress(FileNotFoundError):
+        names |= {
+            e.name
+            for e in os.scandir(hive.mailboxes_dir)
+            if e.is_dir(follow_symlinks=False) and not is_temp_name(e.name)
+        }
+    return {name: Mailbox(hive, name).count_unread() for name in sorted(names)}
+
+
+def _daemon(hive: Hive) -> Any:
+    try:
+        return json.loads(hive.status_file.read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return {"error": f"{hive.relative(hive.status_file)}: unreadable: {exc}"}
+
+
+def hive_status(hive: Hive) -> HiveStatus:
+    """Agents (config ok or the error), tasks per state, unread mail, rejected files."""
+    config_error = None
+    try:
+        defaults = load_hive_config(hive).agents
+    except ConfigError as exc:
+        config_error, defaults = str(exc), AgentSettings()
+    roms = RomRegistry(hive, defaults)
+    board = TaskBoard(hive)
+    load = board.load()
+    names = roms.agents()
+    mail = _mailboxes(hive, names)
+    agents = []
+    for name in names:
+        try:
+            config = roms.load(name)
+        except (ConfigError, UnknownAgentError) as exc:
+            agents.append(AgentStatus(name=name, ok=False, error=str(exc), unread=mail[name]))
+            continue
+        agents.append(
+            AgentStatus(
+                name=name,
+                ok=True,
+                role=config.role,
+                model=config.model,
+                active_tasks=load.get(name, 0),
+                unread=mail[name],
+            )
+        )
+    return HiveStatus(
+        root=str(hive.root),
+        config_error=config_error,
+        agents=agents,
+        tasks=board.counts(),
+        mail=mail,
+        rejected=[
+            RejectedFile(file=hive.relative(path), reason=reason) for path, reason in rejected(hive)
+        ],
+        daemon=_daemon(hive),
+    )

@@ -1,0 +1,71 @@
+"""A task and where it is on the board; helpers for task files."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hivemind.hive.layout import is_temp_name
+from hivemind.hive.models import Task, TaskPriority, TaskState
+
+_RANK = {p: i for i, p in enumerate(TaskPriority)}  # critical first
+
+
+@dataclass
+class TaskRef:
+    """A task and where it is on the board."""
+
+    task: Task
+    path: Path
+    state: TaskState
+    agent: str | None = None
+    mtime: float = 0.0
+
+    @property
+    def id(self) -> str:
+        return self.task.id
+
+    def age_key(self) -> tuple[int, float, str]:
+        """Sort key: priority, then creation time (else file time), then name."""
+        created = self.task.created_at
+        when = as_utc(created).timestamp() if created is not None else self.mtime
+        return _RANK[self.task.priority], when, self.path.name
+
+
+def md_files(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
+    """Non-temp `*.md` entries of a folder with their lstat (symlinks not followed)."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if not entry.name.endswith(".md") or is_temp_name(entry.name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            yield Path(entry.path), st
+
+
+def slugify(title: str) -> str:
+    """`Fix the login bug!` -> `fix-the-login-bug` (at most 60 characters)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    return slug[:60].rstrip("-") or "task"
+
+
+def append_section(body: str, heading: str, text: str) -> str:
+    base = body.rstrip("\n")
+    section = f"## {heading}\n\n{text.strip()}\n"
+    return f"{base}\n\n{section}" if base else section
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A naive time read from a file is taken as UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

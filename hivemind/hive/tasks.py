@@ -1,0 +1,183 @@
+"""The task board: tasks/ (pending), active/<agent>/, done/, failed/, rejected/.
+
+A task's state is the folder it is in. Claiming is one atomic `rename` into
+tasks/active/<agent>/, so exactly one agent wins; the board names every file it
+moves `<id>.md`. Nothing is deleted: unreadable files go to tasks/rejected/.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from hivemind.errors import FileFormatError, UserError
+from hivemind.hive.atomic import atomic_write, create_new, fsync_all, move_into, write_temp
+from hivemind.hive.frontmatter import first_heading, read_task, render_task
+from hivemind.hive.models import Task, TaskState, check_file_id
+from hivemind.hive.taskindex import TaskIndex
+from hivemind.hive.taskref import TaskRef, append_section, slugify
+from hivemind.memory.blocks import utcnow
+
+__all__ = ["TaskBoard", "TaskIndex", "TaskRef", "slugify"]
+
+logger = logging.getLogger(__name__)
+
+
+class TaskBoard(TaskIndex):
+    """Reads and moves task files; safe to use from several processes at once."""
+
+    # -- moving ------------------------------------------------------------------
+    def claim(self, ref: TaskRef, agent: str) -> TaskRef | None:
+        """Move the task into active/<agent>/; None if another agent won or deps are not done."""
+        return self.claim_many([(ref, agent)])[0]
+
+    def claim_many(self, claims: Sequence[tuple[TaskRef, str]]) -> list[TaskRef | None]:
+        """Claim several tasks; their front matter rewrites are fsynced together (one
+        journal commit for the batch instead of one each)."""
+        done = self.done_ids() if any(ref.task.depends_on for ref, _ in claims) else set()
+        taken: list[tuple[int, Path, Task, Path]] = []
+        out: list[TaskRef | None] = [None] * len(claims)
+        try:
+            for i, (ref, agent) in enumerate(claims):
+                got = self._take(ref, agent, done)
+                if got is not None:
+                    dest, task = got
+                    text = render_task(task).encode()
+                    taken.append(
+                        (i, dest, task, write_temp(dest.parent, dest.name, text, fsync=False))
+                    )
+            if self.fsync:
+                fsync_all([tmp for *_, tmp in taken])
+        except BaseException:
+            # The renames stand (the folder is the claim); only the rewrites are dropped.
+            for *_, tmp in taken:
+                tmp.unlink(missing_ok=True)
+            raise
+        for i, dest, task, tmp in taken:
+            os.replace(tmp, dest)
+            out[i] = TaskRef(task, dest, TaskState.ACTIVE, task.agent, time.time())
+        return out
+
+    def _take(self, ref: TaskRef, agent: str, done: set[str]) -> tuple[Path, Task] | None:
+        """The claim itself (the rename), and the task as it is now, marked active."""
+        try:
+            check_file_id(agent)
+        except ValueError as exc:
+            raise UserError(f"agent name: {exc}") from None
+        if not self.is_claimable(ref, done):
+            return None
+        dest = self.hive.active_dir_for(agent) / f"{ref.id}.md"
+        if os.path.lexists(dest):
+            logger.warning("%s: already exists; not claiming %s", dest, ref.path)
+            return None
+        if not self._rename(ref.path, dest):
+            return None
+        try:
+            task = self._parsed.moved(ref.path, dest, os.lstat(dest)) or read_task(dest)
+        except FileFormatError as exc:
+            self._reject(dest, exc.reason)
+            return None
+        if task.id != ref.id:  # the name was reused by another file since the scan
+            move_into(dest, self.hive.tasks_dir, ref.path.name)
+            return None
+        update = {"status": TaskState.ACTIVE, "agent": agent, "claimed_at": utcnow()}
+        return dest, task.model_copy(update=update)
+
+    @staticmethod
+    def _rename(src: Path, dest: Path) -> bool:
+        """The claim: of all processes renaming `src`, exactly one gets True."""
+        for _ in range(2):
+            try:
+                os.rename(src, dest)
+                return True
+            except FileNotFoundError:
+                if dest.parent.is_dir():
+                    return False  # src is gone: another agent won
+                dest.parent.mkdir(parents=True, exist_ok=True)
+        return False
+
+    def _owned(self, ref: TaskRef, agent: str) -> Task:
+        if ref.path.parent != self.hive.active_dir_for(agent):
+            where = self.hive.relative(ref.path.parent)
+            raise UserError(f"task {ref.id} is not claimed by {agent} (it is in {where}/)")
+        try:
+            return read_task(ref.path)
+        except FileNotFoundError:
+            now = self.find(ref.id)
+            where = self.hive.relative(now.path) if now else "nowhere on the board"
+            raise UserError(
+                f"task {ref.id} is no longer claimed by {agent} (now: {where})"
+            ) from None
+
+    def complete(self, ref: TaskRef, result: str, agent: str) -> TaskRef:
+        """Append `## Result`, mark done and move the task to done/."""
+        task = self._owned(ref, agent)
+        task = task.model_copy(
+            update={
+                "status": TaskState.DONE,
+                "agent": agent,
+                "finished_at": utcnow(),
+                "body": append_section(task.body, "Result", result),
+            }
+        )
+        atomic_write(ref.path, render_task(task), fsync=self.fsync)
+        self.hive.done_dir.mkdir(parents=True, exist_ok=True)
+        dest = move_into(ref.path, self.hive.done_dir, f"{task.id}.md")
+        return TaskRef(task, dest, TaskState.DONE, agent, time.time())
+
+    def fail(self, ref: TaskRef, reason: str, agent: str, *, final: bool = False) -> TaskRef:
+        """Count the attempt; back to tasks/ while attempts < max_attempts, else failed/.
+
+        `final=True` sends it to failed/ at once (e.g. its token budget is spent).
+        """
+        task = self._owned(ref, agent)
+        attempts = task.attempts + 1
+        body = append_section(task.body, f"Attempt {attempts} failed", reason)
+        retry = attempts < task.max_attempts and not final
+        update: dict[str, object] = {"attempts": attempts, "body": body}
+        if retry:
+            update.update(status=TaskState.PENDING, agent=None, claimed_at=None)
+            state, folder = TaskState.PENDING, self.hive.tasks_dir
+        else:
+            update.update(status=TaskState.FAILED, agent=agent, finished_at=utcnow())
+            state, folder = TaskState.FAILED, self.hive.failed_dir
+        task = task.model_copy(update=update)
+        atomic_write(ref.path, render_task(task), fsync=self.fsync)
+        folder.mkdir(parents=True, exist_ok=True)
+        dest = move_into(ref.path, folder, f"{task.id}.md")
+        return TaskRef(task, dest, state, None if retry else agent, time.time())
+
+    def create(self, task: Task, created_by: str | None = None) -> TaskRef:
+        """Write tasks/<id>.md whole; a task id already on the board is refused."""
+        existing = self._where(task.id)
+        if existing is not None:
+            raise UserError(
+                f"duplicate task id {task.id} (already in {self.hive.relative(existing)})"
+            )
+        task = task.model_copy(
+            update={
+                "title": task.title or first_heading(task.body) or task.id,
+                "status": TaskState.PENDING,
+                "agent": None,
+                "created_by": created_by or task.created_by,
+                "created_at": task.created_at or utcnow(),
+            }
+        )
+        self.hive.tasks_dir.mkdir(parents=True, exist_ok=True)
+        path = self.hive.tasks_dir / f"{task.id}.md"
+        if not create_new(path, render_task(task), fsync=self.fsync):
+            raise UserError(f"duplicate task id {task.id} (already in {self.hive.relative(path)})")
+        self._pending_ids[path.name] = task.id
+        return TaskRef(task, path, TaskState.PENDING, None, time.time())
+
+    def new_task_id(self, title: str) -> str:
+        """An id made from the title (`fix-the-login-bug`), unique on the board."""
+        base = slugify(title)
+        candidate, n = base, 1
+        while self._where(candidate) is not None:
+            n += 1
+            candidate = f"{base}-{n}"
+        return candidate

@@ -1,0 +1,329 @@
+"""Hive events for the daemon: watchdog for speed, a periodic rescan for certainty.
+
+A watchdog observer thread hands raw paths to the event loop; a path becomes a
+`HiveEvent` once its size and mtime have been stable for `settle_time`, and only
+if it differs from what was last handed on (duplicates coalesce). Every
+`rescan_interval` a stat snapshot of the watched files is diffed against what
+was handed on, so an event the OS dropped (or a filesystem without inotify) is
+caught anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import os
+import time
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.polling import PollingObserver
+
+from hivemind.hive.changes import HiveEventKind, classify, lstat_sig, snapshot
+from hivemind.hive.layout import Hive, is_temp_name
+from hivemind.hive.paths import glob_root
+from hivemind.hive.statcache import Sig
+
+__all__ = ["HiveEvent", "HiveEventKind", "HiveWatcher", "classify"]
+
+logger = logging.getLogger(__name__)
+
+# watchdog's inotify warns when a new folder's watch is registered twice (a benign race
+# between its recursive walk and the folder's own creation event).
+warnings.filterwarnings(
+    "ignore", message="Callback with id .* already exists for watch", category=RuntimeWarning
+)
+
+# Opening or reading a file is not a change: leave those events out at the source.
+_EVENT_TYPES: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+
+
+@dataclass(frozen=True)
+class HiveEvent:
+    """Something in the hive changed: what, which file, and whose (mail, ROM)."""
+
+    kind: HiveEventKind
+    path: Path
+    agent: str | None = None
+
+
+class _State(enum.Enum):
+    NEW = "new"
+    RUNNING = "running"
+    CLOSED = "closed"
+
+
+class _Handler(FileSystemEventHandler):
+    """Runs in the observer thread: filters, then hands paths to the loop."""
+
+    def __init__(self, watcher: HiveWatcher) -> None:
+        self.watcher = watcher
+        self.prefix = str(watcher.hive.root) + os.sep
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        dest = getattr(event, "dest_path", "")
+        for raw in (event.src_path, dest):
+            text = os.fsdecode(raw) if raw else ""
+            if not text.startswith(self.prefix):
+                continue
+            rel = text[len(self.prefix) :].replace(os.sep, "/")
+            if event.is_directory:
+                self._directory(rel)
+            elif classify(rel, self.watcher.watch_globs):
+                self.watcher._threadsafe(self.watcher._on_raw, Path(text))
+
+    def _directory(self, rel: str) -> None:
+        parts = rel.split("/")
+        if parts[0] == "agents" and len(parts) == 2 and not is_temp_name(parts[1]):
+            rom = self.watcher.hive.rom_path(parts[1])
+            self.watcher._threadsafe(self.watcher._on_raw, rom)
+        elif not any(is_temp_name(p) for p in parts):
+            # A folder moved in or out carries files no event names: look now.
+            self.watcher._threadsafe(self.watcher._kick_rescan)
+
+
+class HiveWatcher:
+    """`async with HiveWatcher(hive) as w: event = await w.next(timeout)`."""
+
+    def __init__(
+        self,
+        hive: Hive,
+        *,
+        settle_time: float = 0.05,
+        rescan_interval: float = 5.0,
+        poll: bool = False,
+        watch_globs: Iterable[str] = (),
+        os_events: bool = True,
+        poll_interval: float = 1.0,
+    ) -> None:
+        self.hive = hive
+        self.settle_time = settle_time
+        self.rescan_interval = rescan_interval
+        self.poll = poll
+        self.poll_interval = poll_interval
+        self.os_events = os_events
+        self.watch_globs: tuple[str, ...] = tuple(g.strip().lstrip("/") for g in watch_globs)
+        self.events: asyncio.Queue[HiveEvent] = asyncio.Queue()
+        self._state = _State.NEW
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._observer: Any = None
+        self._rescanner: asyncio.Task[None] | None = None
+        self._kick = asyncio.Event()
+        self._known: dict[Path, Sig] = {}
+        self._agents: set[str] = set()
+        self._settling: dict[Path, asyncio.Task[None]] = {}
+        self._last_raw: dict[Path, float] = {}  # monotonic time of the last OS event
+
+    # -- lifecycle -------------------------------------------------------------
+    async def __aenter__(self) -> HiveWatcher:
+        if self._state is not _State.NEW:
+            raise RuntimeError("a HiveWatcher cannot be reopened; create a new one")
+        self._state = _State.RUNNING
+        self._loop = asyncio.get_running_loop()
+        self._known = await asyncio.to_thread(snapshot, self.hive, self.watch_globs)
+        self._agents = {p.parent.name for p in self._known if p.name == "ROM.md"}
+        if self.os_events:
+            self._observer = await asyncio.to_thread(self._start_observer)
+        self._rescanner = asyncio.create_task(self._rescan_loop(), name="hive-rescan")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the observer (joined) and every pending check."""
+        if self._state is not _State.RUNNING:
+            self._state = _State.CLOSED
+            return
+        self._state = _State.CLOSED
+        tasks = [t for t in (self._rescanner, *self._settling.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._settling.clear()
+        if self._observer is not None:
+            observer, self._observer = self._observer, None
+            observer.stop()
+            await asyncio.shield(asyncio.to_thread(observer.join))
+
+    def _watched_folders(self) -> list[tuple[Path, bool]]:
+        """(folder, recursive): only what events are made of, so a hive that is also a
+        git checkout or a build tree does not cost an inotify watch per folder."""
+        hive = self.hive
+        folders = [
+            (hive.root, False),
+            (hive.tasks_dir, False),
+            (hive.agents_dir, True),
+            (hive.mailboxes_dir, True),
+            (hive.knowledge_dir, True),
+        ]
+        for pattern in self.watch_globs:
+            base = hive.root / glob_root(pattern)
+            folders.append((base, base != hive.root or "/" in pattern or "**" in pattern))
+        # A recursive watch covers every folder below it.
+        recursive = [f for f, r in folders if r]
+        out: list[tuple[Path, bool]] = []
+        for folder, rec in folders:
+            covered = any(folder != top and folder.is_relative_to(top) for top in recursive)
+            if not covered and (folder, rec) not in out and folder.is_dir():
+                out.append((folder, rec))
+        return out
+
+    def _start_observer(self) -> Any:
+        observer = PollingObserver(timeout=self.poll_interval) if self.poll else Observer()
+        handler = _Handler(self)
+        try:
+            for folder, recursive in self._watched_folders():
+                observer.schedule(
+                    handler, str(folder), recursive=recursive, event_filter=_EVENT_TYPES
+                )
+            observer.start()
+        except OSError as exc:  # e.g. the inotify watch limit: the rescan still works
+            logger.warning("%s: cannot watch (%s); relying on the rescan", self.hive.root, exc)
+            return None
+        return observer
+
+    # A timeout parameter (not asyncio.timeout) because None is the normal "nothing yet".
+    async def next(self, timeout: float | None = None) -> HiveEvent | None:  # noqa: ASYNC109
+        """The next event, or None after `timeout` seconds."""
+        try:
+            return await asyncio.wait_for(self.events.get(), timeout)
+        except TimeoutError:
+            return None
+
+    # -- from raw paths to events ------------------------------------------------
+    def _threadsafe(self, callback: Any, *args: Any) -> None:
+        loop = self._loop
+        if loop is None or self._state is not _State.RUNNING:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed under us
+            loop.call_soon_threadsafe(callback, *args)
+
+    def _kick_rescan(self) -> None:
+        self._kick.set()
+
+    def _on_raw(self, path: Path) -> None:
+        if self._state is not _State.RUNNING:
+            return
+        self._last_raw[path] = time.monotonic()
+        if path not in self._settling:
+            self._settling[path] = asyncio.create_task(self._settle(path))
+
+    async def _settle(self, path: Path) -> None:
+        """Hand the file on once it has been still for settle_time: no OS event for that
+        long and an mtime at least that old (or, with a skewed clock, an unchanged stat)."""
+        try:
+            before: Sig | None = None
+            while True:
+                quiet = self._last_raw[path] + self.settle_time - time.monotonic()
+                if quiet > 0:
+                    await asyncio.sleep(quiet)
+                    continue
+                sig = await asyncio.to_thread(lstat_sig, path)
+                if sig is None:
+                    break
+                age = time.time() - sig[2] / 1e9
+                if age >= self.settle_time or sig == before:
+                    break
+                # Written within settle_time but no event said so (polling, rescan, NFS).
+                before = sig
+                self._last_raw[path] = time.monotonic() - max(age, 0.0)
+            self._hand_on(path, sig)
+        except Exception:
+            # One bad path must not silence the watcher; the next rescan retries it.
+            logger.exception("%s: could not check the file", path)
+        finally:
+            self._settling.pop(path, None)
+            self._last_raw.pop(path, None)
+
+    def _hand_on(self, path: Path, sig: Sig | None) -> None:
+        try:
+            rel = path.relative_to(self.hive.root).as_posix()
+        except ValueError:
+            return
+        kinds = classify(rel, self.watch_globs)
+        if sig is None:
+            if self._known.pop(path, None) is None:
+                return
+            for kind, agent in kinds:
+                if kind is HiveEventKind.ROM_CHANGED and agent in self._agents:
+                    self._agents.discard(agent)
+                    self._emit(HiveEventKind.AGENT_REMOVED, path, agent)
+                elif kind in (HiveEventKind.KNOWLEDGE_CHANGED, HiveEventKind.FILE_CHANGED):
+                    self._emit(kind, path, agent)
+            return  # a task claimed or a message read is not news
+        if self._known.get(path) == sig:
+            return  # the same unchanged file reported again
+        self._known[path] = sig
+        for kind, agent in kinds:
+            if (
+                kind is HiveEventKind.ROM_CHANGED
+                and agent is not None
+                and agent not in self._agents
+            ):
+                self._agents.add(agent)
+                self._emit(HiveEventKind.AGENT_ADDED, path, agent)
+            else:
+                self._emit(kind, path, agent)
+
+    def _emit(self, kind: HiveEventKind, path: Path, agent: str | None) -> None:
+        self.events.put_nowait(HiveEvent(kind, path, agent))
+
+    # -- the rescan ----------------------------------------------------------------
+    async def _rescan_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), self.rescan_interval)
+            self._kick.clear()
+            try:
+                found = await asyncio.to_thread(snapshot, self.hive, self.watch_globs)
+            except OSError as exc:
+                logger.warning("%s: rescan failed: %s", self.hive.root, exc)
+                continue
+            self._reconcile(found)
+
+    def _reconcile(self, snapshot: dict[Path, Sig]) -> None:
+        """Feed every difference between disk and what was handed on through settling."""
+        for path, sig in snapshot.items():
+            if self._known.get(path) != sig and path not in self._settling:
+                self._on_raw(path)
+        for path in [p for p in self._known if p not in snapshot]:
+            if path not in self._settling:
+                self._on_raw(path)
+
+    def rescan_now(self) -> None:
+        """Ask for a rescan at once (e.g. after a folder was moved in)."""
+        self._kick.set()

@@ -1,0 +1,223 @@
+"""The Anthropic Messages API provider (the `anthropic` SDK, prompt caching on).
+
+Cache marks go on the system block, the last tool and the stable part of the
+JSON context, so tools → system → stable context is one cached prefix. SDK
+errors are translated here, where they enter, into the `ModelError` tree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anthropic
+from anthropic.types import (
+    CacheControlEphemeralParam,
+    ContentBlockParam,
+    Message,
+    MessageParam,
+    TextBlockParam,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolUseBlockParam,
+)
+
+from hivemind.errors import (
+    ModelConnectionError,
+    ModelError,
+    ModelRateLimitError,
+    ModelRequestError,
+)
+from hivemind.llm.base import (
+    AssistantTurn,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    Usage,
+)
+
+_CACHE_MARK: CacheControlEphemeralParam = {"type": "ephemeral"}
+
+# Anything shaped like an Anthropic key is masked too, not only the one we hold:
+# an error body may echo a key the endpoint saw elsewhere.
+_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
+
+
+def request_system(request: ModelRequest) -> list[TextBlockParam]:
+    """The system prompt as one cached text block."""
+    return [{"type": "text", "text": request.system, "cache_control": _CACHE_MARK}]
+
+
+def request_tools(request: ModelRequest) -> list[ToolParam]:
+    """The tool definitions; the last one carries the cache mark."""
+    tools: list[ToolParam] = [
+        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+        for t in request.tools
+    ]
+    if tools:
+        tools[-1]["cache_control"] = _CACHE_MARK
+    return tools
+
+
+def request_messages(request: ModelRequest) -> list[MessageParam]:
+    """The context as the first user turn (stable part cached), then the prior turns."""
+    context: list[ContentBlockParam] = []
+    # The API refuses empty text blocks, so an empty part is left out.
+    if request.context_stable:
+        context.append(
+            {"type": "text", "text": request.context_stable, "cache_control": _CACHE_MARK}
+        )
+    if request.context_volatile:
+        context.append({"type": "text", "text": request.context_volatile})
+    if not context:
+        context.append({"type": "text", "text": "[]"})
+    messages: list[MessageParam] = [{"role": "user", "content": context}]
+    for turn in request.turns:
+        if isinstance(turn, AssistantTurn):
+            content: list[ContentBlockParam] = []
+            if turn.text:
+                content.append({"type": "text", "text": turn.text})
+            content.extend(_tool_use_block(call) for call in turn.tool_calls)
+            if not content:
+                content.append({"type": "text", "text": "(no reply)"})
+            messages.append({"role": "assistant", "content": content})
+        else:
+            results: list[ContentBlockParam] = []
+            for result in turn.results:
+                block: ToolResultBlockParam = {
+                    "type": "tool_result",
+                    "tool_use_id": result.tool_use_id,
+                    "content": result.content,
+                }
+                if result.is_error:
+                    block["is_error"] = True
+                results.append(block)
+            messages.append({"role": "user", "content": results})
+    return messages
+
+
+def _tool_use_block(call: ToolCall) -> ToolUseBlockParam:
+    return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
+
+
+def response_from_message(message: Message) -> ModelResponse:
+    """Translate an SDK `Message` into a `ModelResponse`."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            calls.append(ToolCall(id=block.id, name=block.name, input=dict(block.input)))
+    usage = message.usage
+    return ModelResponse(
+        text="\n".join(t for t in texts if t),
+        tool_calls=calls,
+        stop_reason=message.stop_reason or "end_turn",
+        usage=Usage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_write_tokens=usage.cache_creation_input_tokens or 0,
+            cache_read_tokens=usage.cache_read_input_tokens or 0,
+        ),
+        model=message.model,
+        provider="anthropic",
+    )
+
+
+class AnthropicProvider:
+    """Claude through the Messages API; the SDK retries, we translate what is left."""
+
+    name = "anthropic"
+    offline = False
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+    ) -> None:
+        self._api_key = api_key
+        self._timeout = timeout
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+
+    @property
+    def endpoint(self) -> str:
+        """Host (and port) requests go to, for messages; never the key."""
+        url = self._client.base_url
+        return f"{url.host}:{url.port}" if url.port else url.host
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """One non-streaming Messages call, translated both ways."""
+        extra_body: dict[str, Any] | None = None
+        if request.temperature is not None:
+            # SDK 2.x dropped `temperature` from create(); the API still takes it.
+            extra_body = {"temperature": request.temperature}
+        with self._map_api_errors(request.model):
+            message = await self._client.messages.create(
+                model=request.model,
+                max_tokens=request.max_output_tokens,
+                system=request_system(request),
+                tools=request_tools(request),
+                messages=request_messages(request),
+                extra_body=extra_body,
+                # Explicit: the SDK refuses a large max_tokens under its default timeout.
+                timeout=self._timeout,
+            )
+        try:
+            return response_from_message(message)
+        except (AttributeError, TypeError, ValueError) as e:
+            # The SDK does not validate answers; a proxy may return any JSON.
+            raise ModelError(
+                f"{request.model}: the answer from {self.endpoint} is not a Messages reply: "
+                f"{self._redact(str(e))}"
+            ) from e
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connection pool."""
+        await self._client.close()
+
+    @contextmanager
+    def _map_api_errors(self, model: str) -> Iterator[None]:
+        """Turn whatever the SDK raises after its retries into our `ModelError` tree."""
+        try:
+            yield
+        except anthropic.APIStatusError as e:
+            status = e.status_code
+            detail = self._redact(e.api_message or e.message)
+            prefix = f"{model}: HTTP {status}"
+            if status in (429, 529):
+                what = "rate limited" if status == 429 else "overloaded"
+                raise ModelRateLimitError(f"{prefix} {what} after retries: {detail}") from e
+            if status == 408:
+                raise ModelConnectionError(f"{prefix} request timeout: {detail}") from e
+            if 400 <= status < 500:
+                raise ModelRequestError(f"{prefix} request refused: {detail}") from e
+            raise ModelError(f"{prefix} server error after retries: {detail}") from e
+        except anthropic.APITimeoutError as e:
+            raise ModelConnectionError(
+                f"{model}: no answer from {self.endpoint} within {self._timeout:g} s"
+            ) from e
+        except anthropic.APIConnectionError as e:
+            cause = e.__cause__ or e
+            reason = self._redact(str(cause)) or type(cause).__name__
+            raise ModelConnectionError(
+                f"{model}: connection to {self.endpoint} failed: {reason}"
+            ) from e
+        except json.JSONDecodeError as e:
+            raise ModelError(
+                f"{model}: the answer from {self.endpoint} is not JSON: {self._redact(str(e))}"
+            ) from e
+        except anthropic.AnthropicError as e:
+            raise ModelError(f"{model}: {self._redact(str(e))}") from e
+
+    def _redact(self, text: str) -> str:
+        if self._api_key:
+            text = text.replace(self._api_key, "[redacted]")
+        return _KEY_PATTERN.sub("[redacted]", text)

@@ -1,0 +1,196 @@
+"""Ranking memories for a query: `α·relevance + β·recency + γ·importance + δ·value`.
+
+1. Candidates are the `pool` best BM25 matches in scope (plus the `pool` nearest
+   vectors when an embedder is set), so every candidate is about the query.
+2. Each term is min-max normalised over those candidates.
+3. Recency, importance and value are weighted by relevance² (the *relevance
+   gate*): they re-order memories that are about equally relevant — the newer
+   of two statements of a fact wins — but cannot lift a weak match over a
+   clearly relevant one. `gate=0` gives the plain weighted sum.
+
+Why: min-max stretches any spread to 0–1, so over candidates whose dates are
+spread evenly an ungated recency term is as loud as relevance and buries the
+answer (measured in bench/bench_retrieval.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from hivemind.hive.models import RetrievalWeights
+from hivemind.ltm.analysis import query_terms
+from hivemind.ltm.backend import Filters, MemoryBackend
+from hivemind.ltm.embeddings import Embedder, VectorIndex
+from hivemind.ltm.records import MemoryRecord, ScoredMemory, Tier, as_utc
+
+
+@dataclass(frozen=True)
+class RetrievalTuning:
+    """Knobs below the weights; the defaults are what bench/bench_retrieval.py measured."""
+
+    pool: int = 50
+    """Candidates re-ranked per query (at least k)."""
+    half_life_hours: float = 24.0 * 7
+    """Recency halves every week since the last access."""
+    gate: float = 2.0
+    """Exponent of the relevance gate on recency, importance and value."""
+    dense_share: float = 0.5
+    """Share of embedding similarity in relevance when an embedder is set."""
+    default_value: float = 0.5
+    """Learned value of a memory never scored for the goal."""
+
+
+def minmax(values: Sequence[float]) -> list[float]:
+    """Scale to 0–1 over the candidates; all equal → 1 (or 0 if all are 0)."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if high - low <= 1e-12:
+        return [1.0 if high > 0 else 0.0] * len(values)
+    return [(v - low) / (high - low) for v in values]
+
+
+def recency(record: MemoryRecord, at: datetime, half_life_hours: float) -> float:
+    """`0.5 ** (hours since last access / half-life)`, seen from `at`.
+
+    An access after `at` does not count (the creation time does), and a memory made
+    after `at` decays with its distance from `at` like a past one: "now" is `at`.
+    """
+    ref = record.last_accessed if record.last_accessed <= at else record.created_at
+    hours = abs((at - ref).total_seconds()) / 3600.0
+    return math.exp(-math.log(2) * hours / half_life_hours)
+
+
+class Retriever:
+    """Scores and ranks candidates from a backend (and, optionally, embeddings)."""
+
+    def __init__(
+        self,
+        backend: MemoryBackend,
+        weights: RetrievalWeights,
+        tuning: RetrievalTuning | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.backend = backend
+        self.weights = weights
+        self.tuning = tuning or RetrievalTuning()
+        self.embedder = embedder
+        self.vectors = VectorIndex(backend)
+
+    def retrieve(
+        self,
+        query: str,
+        scope: Filters,
+        *,
+        k: int,
+        at: datetime,
+        goal: str | None = None,
+        weights: RetrievalWeights | None = None,
+    ) -> list[ScoredMemory]:
+        """The `k` best memories in `scope` for `query`, best first, with every term."""
+        w = weights or self.weights
+        at = as_utc(at)
+        pool = max(self.tuning.pool, k)
+        terms = query_terms(query)
+        found = self.backend.search(terms, scope, limit=pool)
+        records = {r.id: r for r, _ in found}
+        bm25 = {r.id: s for r, s in found}
+        sims: dict[str, float] | None = None
+        if self.embedder is not None and query.strip():
+            sims = self._dense(query, scope, pool, list(records))
+            missing = [i for i in sims if i not in records]
+            records.update((r.id, r) for r in self.backend.get_many(missing))
+            sims = {i: s for i, s in sims.items() if i in records}
+        if not records and not terms:
+            # Nothing to match on ("", "?"): the most recently used memories.
+            records = {
+                r.id: r for r in self.backend.query(scope, limit=pool, order_by="-last_accessed")
+            }
+        if not records:
+            return []
+        return self._rank(list(records.values()), bm25, sims, k=k, at=at, goal=goal, w=w)
+
+    def _dense(self, query: str, scope: Filters, pool: int, lexical: list[str]) -> dict[str, float]:
+        assert self.embedder is not None
+        vector = self.embedder.embed([query])[0]
+        name = self.embedder.name
+        near = self.vectors.nearest(name, vector, scope, pool)
+        near.update(self.vectors.similarity(name, vector, scope, lexical))
+        return near
+
+    def _rank(
+        self,
+        candidates: list[MemoryRecord],
+        bm25: dict[str, float],
+        sims: dict[str, float] | None,
+        *,
+        k: int,
+        at: datetime,
+        goal: str | None,
+        w: RetrievalWeights,
+    ) -> list[ScoredMemory]:
+        t = self.tuning
+        raw_bm25 = [bm25.get(r.id, 0.0) for r in candidates]
+        relevance = minmax(raw_bm25)
+        if sims is not None:
+            dense = minmax([sims.get(r.id, 0.0) for r in candidates])
+            if not bm25:
+                relevance = dense
+            else:
+                relevance = [
+                    (1 - t.dense_share) * lex + t.dense_share * den
+                    for lex, den in zip(relevance, dense, strict=True)
+                ]
+        rec = minmax([recency(r, at, t.half_life_hours) for r in candidates])
+        imp = minmax([r.importance for r in candidates])
+        if goal is not None:
+            val = minmax([r.goal_values.get(goal, t.default_value) for r in candidates])
+        else:
+            val = [0.0] * len(candidates)
+        # Without any relevance signal there is nothing for the gate to protect.
+        gate = t.gate if (bm25 or sims) else 0.0
+        scored: list[ScoredMemory] = []
+        for i, record in enumerate(candidates):
+            secondary = w.beta * rec[i] + w.gamma * imp[i] + w.delta * val[i]
+            score = w.alpha * relevance[i] + (relevance[i] ** gate) * secondary
+            scored.append(
+                ScoredMemory(
+                    record=record,
+                    score=score,
+                    relevance=relevance[i],
+                    recency=rec[i],
+                    importance=imp[i],
+                    value=val[i],
+                    bm25=raw_bm25[i],
+                    similarity=None if sims is None else sims.get(record.id),
+                )
+            )
+        scored.sort(key=lambda s: (-s.score, -s.bm25, s.record.id))
+        return scored[:k]
+
+
+def fit_budget(
+    ranked: Sequence[ScoredMemory],
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+    shares: Mapping[Tier, float],
+) -> list[ScoredMemory]:
+    """The best memories that fit `max_tokens`: each tier first within its share, then
+    what the others left over, best first; returned in rank order."""
+    cost = {m.id: count_tokens(m.content) for m in ranked}
+    chosen: set[str] = set()
+    used = dict.fromkeys(shares, 0)
+    for m in ranked:
+        tier = m.record.tier
+        if used[tier] + cost[m.id] <= shares[tier] * max_tokens:
+            used[tier] += cost[m.id]
+            chosen.add(m.id)
+    left = max_tokens - sum(used.values())
+    for m in ranked:
+        if m.id not in chosen and cost[m.id] <= left:
+            left -= cost[m.id]
+            chosen.add(m.id)
+    return [m for m in ranked if m.id in chosen]

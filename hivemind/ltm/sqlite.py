@@ -1,0 +1,343 @@
+"""The default `MemoryBackend`: one SQLite file (WAL), BM25 from an FTS5 index.
+
+One connection per store, shared across threads under a lock, so the agent loop
+can run store calls in worker threads; other processes (the CLI while the daemon
+runs) see committed data through WAL and `PRAGMA data_version`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hivemind.errors import StoreError
+from hivemind.ltm.analysis import fts_query
+from hivemind.ltm.backend import (
+    LIST_FIELDS,
+    Filters,
+    check_filters,
+    normal_condition,
+    order_keys,
+    plain,
+)
+from hivemind.ltm.inmemory import CONTENT_WEIGHT, LABEL_WEIGHT, label_text
+from hivemind.ltm.records import (
+    MemoryKind,
+    MemoryRecord,
+    MemoryStatus,
+    Tier,
+    as_utc,
+)
+from hivemind.ltm.schema import SCHEMA_VERSION, migrate, schema_version
+
+_COLUMNS = (
+    "id", "key", "content", "kind", "tier", "project", "agent", "task_id", "domain",
+    "task_type", "tags", "importance", "created_at", "last_accessed", "access_count",
+    "source_ids", "status", "preference", "embedding_model", "embedding", "goal_values",
+    "labels",
+)  # fmt: skip
+_SELECT = ", ".join(f"m.{c}" for c in _COLUMNS[:-1])
+_INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_BM25 = f"bm25(memories_fts, {CONTENT_WEIGHT}, {LABEL_WEIGHT})"
+_BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
+_HEAD = 4  # search: matches ranked before filtering, per result wanted
+_ALL_FIELDS = set(MemoryRecord.model_fields)
+
+
+class SQLiteBackend:
+    """Memories in an SQLite database file (created, or migrated, on open)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._writes = 0
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=10.0
+            )
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA temp_store = MEMORY")
+            self._conn.execute("PRAGMA cache_size = -65536")  # 64 MiB of pages
+            found = schema_version(self._conn)
+            if found > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: memory schema version {found} is newer than this "
+                    f"hivemind understands ({SCHEMA_VERSION}); upgrade hivemind"
+                )
+            self.migrated_from = migrate(self._conn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open the memory store: {exc}") from exc
+        self._closed = False
+
+    # -- plumbing ----------------------------------------------------------------
+    @contextmanager
+    def _db(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"{self.path}: the memory store is closed")
+            try:
+                if not write:
+                    yield self._conn
+                    return
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+                self._writes += 1
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: {exc}") from exc
+
+    # -- writes ------------------------------------------------------------------
+    def add(self, record: MemoryRecord) -> None:
+        self.add_many([record])
+
+    def add_many(self, records: Iterable[MemoryRecord]) -> int:
+        rows = [_row(r) for r in records]
+        if not rows:
+            return 0
+        with self._db(write=True) as db:
+            # Replacing = delete (the trigger unindexes) + insert; new rows are
+            # then indexed in one statement, much faster than row by row.
+            for chunk in _chunks([row[0] for row in rows]):
+                db.execute(f"DELETE FROM memories WHERE id IN ({_marks(chunk)})", chunk)
+            top = db.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+            db.executemany(_INSERT, rows)
+            db.execute(
+                "INSERT INTO memories_fts (rowid, content, labels) "
+                "SELECT rowid, content, labels FROM memories WHERE rowid > ?",
+                (top,),
+            )
+        return len(rows)
+
+    def delete(self, memory_id: str) -> bool:
+        return self.delete_many([memory_id]) == 1
+
+    def delete_many(self, ids: Iterable[str]) -> int:
+        gone = 0
+        with self._db(write=True) as db:
+            for chunk in _chunks(list(ids)):
+                gone += db.execute(
+                    f"DELETE FROM memories WHERE id IN ({_marks(chunk)})", chunk
+                ).rowcount
+        return gone
+
+    def clear(self, filters: Filters | None = None) -> int:
+        where, params = _where(filters)
+        with self._db(write=True) as db:
+            return int(db.execute(f"DELETE FROM memories AS m WHERE {where}", params).rowcount)
+
+    def touch(self, ids: Sequence[str], at: datetime) -> None:
+        when = as_utc(at).timestamp()
+        with self._db(write=True) as db:
+            for chunk in _chunks(list(ids)):
+                db.execute(
+                    "UPDATE memories SET last_accessed = ?, access_count = access_count + 1 "
+                    f"WHERE id IN ({_marks(chunk)})",
+                    [when, *chunk],
+                )
+
+    # -- reads -------------------------------------------------------------------
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        found = self.get_many([memory_id])
+        return found[0] if found else None
+
+    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        by_id: dict[str, MemoryRecord] = {}
+        with self._db() as db:
+            for chunk in _chunks(list(ids)):
+                for row in db.execute(
+                    f"SELECT {_SELECT} FROM memories m WHERE m.id IN ({_marks(chunk)})", chunk
+                ):
+                    by_id[row[0]] = _record(row)
+        return [by_id[i] for i in ids if i in by_id]
+
+    def query(
+        self,
+        filters: Filters | None = None,
+        *,
+        limit: int | None = None,
+        order_by: str | Sequence[str] = "-created_at",
+    ) -> list[MemoryRecord]:
+        where, params = _where(filters)
+        order = ", ".join(f"m.{f} {'DESC' if d else 'ASC'}" for f, d in order_keys(order_by))
+        sql = f"SELECT {_SELECT} FROM memories m WHERE {where} ORDER BY {order}, m.rowid"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._db() as db:
+            return [_record(row) for row in db.execute(sql, params)]
+
+    def list_all(self) -> list[MemoryRecord]:
+        return self.query(order_by=["created_at", "id"])
+
+    def count(self, filters: Filters | None = None) -> int:
+        where, params = _where(filters)
+        with self._db() as db:
+            row = db.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()
+        return int(row[0])
+
+    def search(
+        self, terms: Sequence[str], filters: Filters | None = None, *, limit: int = 50
+    ) -> list[tuple[MemoryRecord, float]]:
+        if not terms:
+            return []
+        where, params = _where(filters)
+        match = fts_query(list(terms))
+        # Fast path: filter the best `_HEAD × limit` matches. If fewer than `limit`
+        # survive the filter (a small project in a big store), rank every match in
+        # scope; both paths apply the same filter, so scope is never widened.
+        head = (
+            f"SELECT {_SELECT}, -f.score FROM (SELECT rowid, {_BM25} AS score FROM "
+            f"memories_fts WHERE memories_fts MATCH ? ORDER BY score LIMIT {_HEAD * int(limit)}) "
+            f"AS f JOIN memories m ON m.rowid = f.rowid WHERE {where} "
+            f"ORDER BY f.score LIMIT {int(limit)}"
+        )
+        full = (
+            f"SELECT {_SELECT}, -{_BM25} FROM memories_fts JOIN memories m "
+            f"ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ? AND {where} "
+            f"ORDER BY {_BM25} LIMIT {int(limit)}"
+        )
+        with self._db() as db:
+            rows = db.execute(head, [match, *params]).fetchall()
+            if len(rows) < limit:
+                rows = db.execute(full, [match, *params]).fetchall()
+        return [(_record(row[:-1]), float(row[-1])) for row in rows]
+
+    def vectors(self, model: str, filters: Filters | None = None) -> list[tuple[str, Any]]:
+        where, params = _where(filters)
+        sql = (
+            f"SELECT m.id, m.embedding FROM memories m "
+            f"WHERE m.embedding_model = ? AND m.embedding IS NOT NULL AND {where}"
+        )
+        with self._db() as db:
+            return [(i, array("f", blob)) for i, blob in db.execute(sql, [model, *params])]
+
+    # -- state -------------------------------------------------------------------
+    def meta_get(self, key: str) -> str | None:
+        with self._db() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def meta_set(self, key: str, value: str | None) -> None:
+        with self._db(write=True) as db:
+            if value is None:
+                db.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                db.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+    def version(self) -> int:
+        with self._db() as db:
+            # data_version moves on other connections' commits, _writes on ours.
+            other = int(db.execute("PRAGMA data_version").fetchone()[0])
+        return (self._writes << 32) | other
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+
+# -- rows <-> records ----------------------------------------------------------
+def _json(value: list[str] | dict[str, float]) -> str:
+    return json.dumps(value) if value else ("[]" if isinstance(value, list) else "{}")
+
+
+def _row(r: MemoryRecord) -> tuple[Any, ...]:
+    vector = array("f", r.embedding).tobytes() if r.embedding is not None else None
+    return (
+        r.id, r.key, r.content, r.kind.value, r.tier.value, r.project, r.agent, r.task_id,
+        r.domain, r.task_type, _json(r.tags), r.importance, r.created_at.timestamp(),
+        r.last_accessed.timestamp(), r.access_count, _json(r.source_ids),
+        r.status.value, int(r.preference), r.embedding_model, vector,
+        _json(r.goal_values), label_text(r).strip(),
+    )  # fmt: skip
+
+
+def _record(row: Sequence[Any]) -> MemoryRecord:
+    # Rows were validated on the way in; constructing skips a second validation.
+    vector = row[19]
+    return MemoryRecord.model_construct(
+        _fields_set=_ALL_FIELDS, id=row[0], key=row[1], content=row[2],
+        kind=MemoryKind(row[3]), tier=Tier(row[4]),
+        project=row[5], agent=row[6], task_id=row[7], domain=row[8], task_type=row[9],
+        tags=json.loads(row[10]), importance=row[11],
+        created_at=datetime.fromtimestamp(row[12], UTC),
+        last_accessed=datetime.fromtimestamp(row[13], UTC), access_count=row[14],
+        source_ids=json.loads(row[15]), status=MemoryStatus(row[16]),
+        preference=bool(row[17]), embedding_model=row[18],
+        embedding=list(array("f", vector)) if vector is not None else None,
+        goal_values=json.loads(row[20]),
+    )  # fmt: skip
+
+
+# -- filters -> SQL --------------------------------------------------------------
+_SQL_OPS = {"$eq": "=", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _where(filters: Filters | None) -> tuple[str, list[Any]]:
+    check_filters(filters)
+    params: list[Any] = []
+    return _conjunction(filters or {}, params), params
+
+
+def _conjunction(filters: Filters, params: list[Any]) -> str:
+    parts: list[str] = []
+    for name, cond in filters.items():
+        if name in ("$or", "$and"):
+            joiner = " OR " if name == "$or" else " AND "
+            parts.append("(" + joiner.join(_conjunction(sub, params) for sub in cond) + ")")
+            continue
+        for op, operand in normal_condition(cond).items():
+            parts.append(_condition(name, op, operand, params))
+    return " AND ".join(parts) if parts else "1"
+
+
+def _condition(name: str, op: str, operand: Any, params: list[Any]) -> str:
+    col = f"m.{name}"
+    if name in LIST_FIELDS:
+        values = [operand] if op == "$contains" else list(operand)
+        if not values:
+            return "0"
+        params.extend(plain(v) for v in values)
+        return f"EXISTS (SELECT 1 FROM json_each({col}) WHERE value IN ({_marks(values)}))"
+    if op == "$in":
+        values = [plain(v) for v in operand]
+        present = [v for v in values if v is not None]
+        params.extend(present)
+        parts = [f"{col} IN ({_marks(present)})"] if present else []
+        if len(present) < len(values):
+            parts.append(f"{col} IS NULL")
+        return "(" + " OR ".join(parts) + ")" if parts else "0"
+    value = plain(operand)
+    if value is None:
+        return {"$eq": f"{col} IS NULL", "$ne": f"{col} IS NOT NULL"}.get(op, "0")
+    params.append(value)
+    if op == "$ne":
+        # A missing value is "not equal" too, as in the in-memory backend.
+        return f"({col} IS NULL OR {col} != ?)"
+    return f"{col} {_SQL_OPS[op]} ?"
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
+
+
+def _chunks(values: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(values), _BATCH):
+        yield values[start : start + _BATCH]

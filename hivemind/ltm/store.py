@@ -1,0 +1,401 @@
+"""`LongTermMemory`: the one object the agent loop and the CLI use (DESIGN §5).
+
+Scopes: a *task* memory lives until its task ends, a *project* memory is seen
+only by that project, a *global* memory by everyone — except a global
+preference, which waits as `proposed` (and is never retrieved) until a person
+runs `hivemind memory approve ID`. Every call returns what the audit log needs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from hivemind.errors import UserError
+from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.models import MemorySettings, RetrievalWeights
+from hivemind.ltm import retention
+from hivemind.ltm.backend import Filters, MemoryBackend
+from hivemind.ltm.consolidation import memorable
+from hivemind.ltm.embeddings import Embedder
+from hivemind.ltm.importance import (
+    ImportanceRater,
+    heuristic_importance,
+    rate_batched,
+    scale_points,
+)
+from hivemind.ltm.jsonl import export_line, read_batches
+from hivemind.ltm.learning import TDParams, ValueLearner
+from hivemind.ltm.records import (
+    ImportReport,
+    MemoryKind,
+    MemoryRecord,
+    MemoryStatus,
+    ScoredMemory,
+    TaskEndReport,
+    Tier,
+    summary,
+    utcnow,
+)
+from hivemind.ltm.reflection import (
+    MEMORIES_PER_QUESTION,
+    RECENT_MEMORIES,
+    REFLECTION_IMPORTANCE,
+    ImportanceCounter,
+    Reflector,
+    reflect,
+)
+from hivemind.ltm.retrieval import RetrievalTuning, Retriever, fit_budget
+from hivemind.ltm.sqlite import SQLiteBackend
+from hivemind.memory.blocks import HistoryBlock
+from hivemind.memory.keys import generate_memory_key
+
+Scope = Literal["task", "project", "global"]
+TIER_SHARES: dict[Tier, float] = {Tier.TASK: 0.4, Tier.PROJECT: 0.4, Tier.GLOBAL: 0.2}
+IMPORT_BATCH = 5_000
+
+
+def scope_filter(project: str | None, task_id: str | None) -> Filters:
+    """What a caller on `project` / `task_id` may see: active memories of its task, its
+    project and the global tier. Every retrieval goes through this filter."""
+    visible: list[Filters] = [{"tier": Tier.GLOBAL}]
+    if project:
+        visible.append({"tier": Tier.PROJECT, "project": project})
+    if task_id:
+        visible.append({"tier": Tier.TASK, "task_id": task_id})
+    return {"status": MemoryStatus.ACTIVE, "$or": visible}
+
+
+class LongTermMemory:
+    """The shared long-term store of a hive (or of any database file)."""
+
+    def __init__(
+        self,
+        hive_or_db_path: Hive | Path | str | MemoryBackend,
+        settings: MemorySettings | None = None,
+        weights: RetrievalWeights | None = None,
+        embedder: Embedder | None = None,
+        *,
+        tuning: RetrievalTuning | None = None,
+        td: TDParams | None = None,
+        policy: retention.RetentionPolicy | None = None,
+    ) -> None:
+        self.hive = hive_or_db_path if isinstance(hive_or_db_path, Hive) else None
+        if isinstance(hive_or_db_path, Hive):
+            self.backend: MemoryBackend = SQLiteBackend(hive_or_db_path.memory_db)
+        elif isinstance(hive_or_db_path, Path | str):
+            self.backend = SQLiteBackend(hive_or_db_path)
+        else:
+            self.backend = hive_or_db_path
+        # A backend handed in belongs to the caller, who closes it.
+        self._owns_backend = not isinstance(hive_or_db_path, MemoryBackend)
+        self.settings = settings or MemorySettings()
+        self.embedder = embedder
+        self.retriever = Retriever(self.backend, weights or RetrievalWeights(), tuning, embedder)
+        self.learner = ValueLearner(self.backend, td)
+        self.counter = ImportanceCounter(self.backend)
+        self.policy = policy or retention.RetentionPolicy()
+
+    def __enter__(self) -> LongTermMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -----------------------------------------------------------------
+    def remember(
+        self,
+        content: str,
+        *,
+        agent: str,
+        scope: Scope,
+        project: str | None = None,
+        task_id: str | None = None,
+        importance: float | None = None,
+        domain: str | None = None,
+        task_type: str | None = None,
+        tags: Sequence[str] = (),
+        preference: bool = False,
+        kind: MemoryKind = MemoryKind.EPISODIC,
+        source_ids: Sequence[str] = (),
+        at: datetime | None = None,
+    ) -> MemoryRecord:
+        """Store one memory (or refresh the identical one already in that scope)."""
+        tier = _tier(scope, project, task_id)
+        text = content.strip()
+        if not text:
+            raise UserError("a memory needs some text")
+        if importance is not None and not 0.0 <= importance <= 1.0:
+            raise UserError(f"importance must be between 0 and 1 (got {importance})")
+        now = at or utcnow()
+        needs_approval = tier is Tier.GLOBAL and preference
+        status = MemoryStatus.PROPOSED if needs_approval else MemoryStatus.ACTIVE
+        key = generate_memory_key(text, domain, task_type)
+        owner: Filters = {"key": key, "tier": tier, "project": project, "task_id": task_id}
+        existing = self.backend.query(owner, limit=1)
+        if existing and existing[0].preference == preference:
+            same = existing[0]
+            same.importance = max(same.importance, importance or 0.0)
+            same.last_accessed = now
+            same.access_count += 1
+            self.backend.add(same)
+            return same
+        record = MemoryRecord(
+            key=key, content=text, kind=kind, tier=tier,
+            project=project if tier is not Tier.GLOBAL else None,
+            agent=agent, task_id=task_id, domain=domain, task_type=task_type, tags=list(tags),
+            importance=heuristic_importance(text) if importance is None else importance,
+            created_at=now, last_accessed=now, source_ids=list(source_ids),
+            preference=preference, status=status,
+        )  # fmt: skip
+        [record] = self._embedded([record])
+        self.backend.add(record)
+        if kind is MemoryKind.EPISODIC:
+            self.counter.add(agent, project, scale_points(record.importance))
+        if record.status is MemoryStatus.PROPOSED:
+            self._propose(record)
+        self._enforce_limits(agent, now)
+        return record
+
+    def approve(self, memory_id: str) -> MemoryRecord:
+        """Activate a proposed global preference (a person's decision)."""
+        record = self.backend.get(memory_id)
+        if record is None:
+            raise UserError(f"no memory with id {memory_id!r}")
+        if record.status is not MemoryStatus.PROPOSED:
+            raise UserError(
+                f"memory {memory_id!r} is not waiting for approval (it is {record.status.value})"
+            )
+        record.status = MemoryStatus.ACTIVE
+        self.backend.add(record)
+        return record
+
+    async def rerate(
+        self, rater: ImportanceRater, memory_ids: Sequence[str]
+    ) -> dict[str, tuple[float, float]]:
+        """Re-rate these memories' importance with a model, batched (one call per 32);
+        returns id → (old, new). Writes keep the free heuristic until then."""
+        records = self.backend.get_many(memory_ids)
+        rated = await rate_batched(rater, [r.content for r in records])
+        changes = {r.id: (r.importance, new) for r, new in zip(records, rated, strict=True)}
+        for record, new in zip(records, rated, strict=True):
+            record.importance = new
+        self.backend.add_many(records)
+        return changes
+
+    # -- reading -----------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        *,
+        agent: str,
+        project: str | None = None,
+        task_id: str | None = None,
+        k: int = 10,
+        at: datetime | None = None,
+        goal: str | None = None,
+        record_access: bool = True,
+    ) -> list[ScoredMemory]:
+        """The `k` best memories for `query` that `project`/`task_id` may see, best first.
+
+        Records the access (recency, access count, TD trace) unless `record_access=False`.
+        """
+        now = at or utcnow()
+        found = self.retriever.retrieve(
+            query, scope_filter(project, task_id), k=k, at=now, goal=goal
+        )
+        if record_access:
+            self._accessed(found, task_id, now)
+        return found
+
+    def context_for(
+        self,
+        query: str,
+        *,
+        agent: str,
+        project: str | None,
+        task_id: str | None,
+        max_tokens: int,
+        count_tokens: Callable[[str], int],
+        at: datetime | None = None,
+        goal: str | None = None,
+    ) -> list[ScoredMemory]:
+        """Memories for the prompt within `max_tokens` (the memory share of the budget):
+        40 % task, 40 % project, 20 % global; a tier's unused share goes to the others."""
+        now = at or utcnow()
+        ranked = self.recall(
+            query, agent=agent, project=project, task_id=task_id, k=50, at=now, goal=goal,
+            record_access=False,
+        )  # fmt: skip
+        picked = fit_budget(ranked, max_tokens, count_tokens, TIER_SHARES)
+        self._accessed(picked, task_id, now)
+        return picked
+
+    # -- task end, reflection ----------------------------------------------------
+    def end_task(
+        self,
+        task_id: str,
+        *,
+        success: bool,
+        goal: str | None,
+        history: Sequence[HistoryBlock] = (),
+        project: str | None = None,
+        agent: str | None = None,
+        at: datetime | None = None,
+    ) -> TaskEndReport:
+        """Consolidate history, learn from the outcome, promote what matters, clear the task."""
+        now = at or utcnow()
+        report = TaskEndReport(task_id=task_id, success=success, goal=goal)
+        domain, _, task_type = (goal or "").partition("/")
+        for item in memorable(history, self.settings.consolidate_importance):
+            record = self.remember(
+                item.content, agent=agent or HUMAN, scope="project" if project else "global",
+                project=project, task_id=task_id, importance=item.importance,
+                domain=domain or None, task_type=task_type or None, tags=["history"],
+                at=item.happened_at,
+            )  # fmt: skip
+            report.consolidated.append(record.id)
+        if goal:
+            report.value_updates = self.learner.end_task(task_id, goal, 1.0 if success else 0.0)
+        else:
+            self.learner.forget(task_id)
+        task_memories = self.backend.query({"tier": Tier.TASK, "task_id": task_id})
+        keep = [r for r in task_memories if r.importance >= self.settings.consolidate_importance]
+        for record in keep:
+            record.tier = Tier.PROJECT if record.project else Tier.GLOBAL
+        self.backend.add_many(keep)
+        report.promoted = [r.id for r in keep]
+        report.cleared = [r.id for r in task_memories if r.id not in set(report.promoted)]
+        self.backend.delete_many(report.cleared)
+        if agent:
+            report.pruned = retention.prune_agent(self.backend, agent, self.policy, now)
+        return report
+
+    async def maybe_reflect(
+        self,
+        agent: str,
+        reflector: Reflector,
+        *,
+        project: str | None = None,
+        at: datetime | None = None,
+    ) -> list[MemoryRecord]:
+        """Reflect if the agent gathered `reflection_threshold` importance points since the
+        last time; returns the semantic memories written (none if not due)."""
+        if getattr(reflector, "offline", False) and not self.settings.reflect_offline:
+            return []
+        if self.counter.points(agent, project) < self.settings.reflection_threshold:
+            return []
+        now = at or utcnow()
+        scope = scope_filter(project, None)
+        recent = self.backend.query(
+            {**scope, "agent": agent, "kind": MemoryKind.EPISODIC}, limit=RECENT_MEMORIES
+        )
+
+        def answer(question: str) -> list[MemoryRecord]:
+            hits = self.recall(
+                question, agent=agent, project=project, k=MEMORIES_PER_QUESTION, at=now
+            )
+            return [h.record for h in hits]
+
+        written: list[MemoryRecord] = []
+        for insight in await reflect(reflector, recent, answer):
+            record = self.remember(
+                insight.text, agent=agent, scope="project" if project else "global",
+                project=project, importance=REFLECTION_IMPORTANCE, kind=MemoryKind.SEMANTIC,
+                source_ids=insight.source_ids, tags=["reflection"], at=now,
+            )  # fmt: skip
+            written.append(record)
+        self.counter.reset(agent, project)
+        return written
+
+    # -- bulk, stats ---------------------------------------------------------------
+    def import_jsonl(
+        self,
+        lines: Iterable[str],
+        *,
+        project: str | None = None,
+        agent: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """Import JSONL lines (see `hivemind.ltm.jsonl`); bad lines are reported and skipped."""
+        report = ImportReport()
+        started = time.perf_counter()
+        for batch, consumed in read_batches(lines, project, agent, report, IMPORT_BATCH):
+            report.imported += self.backend.add_many(self._embedded(batch))
+            if progress is not None:
+                progress(consumed)
+        report.evicted = len(retention.evict_over_capacity(self.backend, self.settings.max_items))
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def export(self) -> Iterator[dict[str, Any]]:
+        """Every memory as a re-importable JSON object, oldest first."""
+        for record in self.backend.list_all():
+            yield export_line(record)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by tier, kind, status and project, for `hivemind memory stats`."""
+        out = summary(self.backend.list_all())
+        if isinstance(self.backend, SQLiteBackend):
+            out["path"] = str(self.backend.path)
+        return out
+
+    def close(self) -> None:
+        """Close the store (a backend passed in by the caller stays open)."""
+        if self._owns_backend:
+            self.backend.close()
+
+    # -- internals ---------------------------------------------------------------
+    def _accessed(self, found: Sequence[ScoredMemory], task_id: str | None, at: datetime) -> None:
+        ids = [m.id for m in found]
+        if ids:
+            self.backend.touch(ids, at)
+        if task_id and ids:
+            self.learner.record_access(task_id, ids)
+
+    def _embedded(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
+        """The records with their vectors, when an embedder is set."""
+        if self.embedder is None or not records:
+            return records
+        vectors = self.embedder.embed([r.content for r in records])
+        model = self.embedder.name
+        return [
+            r.model_copy(update={"embedding": list(v), "embedding_model": model})
+            for r, v in zip(records, vectors, strict=True)
+        ]
+
+    def _enforce_limits(self, agent: str, at: datetime) -> None:
+        retention.evict_over_capacity(self.backend, self.settings.max_items)
+        retention.prune_agent(self.backend, agent, self.policy, at)
+
+    def _propose(self, record: MemoryRecord) -> None:
+        """Ask a person: a message in the `human` mailbox naming the approve command."""
+        if self.hive is None:
+            return
+        from hivemind.hive.mailbox import PostOffice
+
+        body = (
+            f"{record.agent} proposes a global preference, shared by every agent and project:\n\n"
+            f"> {record.content}\n\n"
+            f"To accept it: hivemind memory approve {record.id}\n"
+            "Until then it is stored as proposed and never retrieved."
+        )
+        PostOffice(self.hive).send(
+            record.agent or HUMAN, HUMAN, f"memory proposal {record.id}", body,
+            memory_id=record.id,
+        )  # fmt: skip
+
+
+def _tier(scope: str, project: str | None, task_id: str | None) -> Tier:
+    try:
+        tier = Tier(scope)
+    except ValueError:
+        raise UserError(f"scope must be task, project or global (got {scope!r})") from None
+    if tier is Tier.TASK and not task_id:
+        raise UserError("a task memory needs the task id")
+    if tier is Tier.PROJECT and not project:
+        raise UserError("a project memory needs the project name")
+    return tier

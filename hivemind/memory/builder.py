@@ -1,0 +1,290 @@
+"""The ContextBuilder: turns a Selection into the JSON context the model reads.
+
+Only the kept blocks are loaded (concurrently, through the loader's cache).
+Entries are ordered stable-first (ROM, knowledge, files) then volatile, and by
+id within a type, so unchanged inputs give byte-identical JSON and the stable
+prefix can carry the provider's prompt-cache mark. After loading, real token
+counts replace the estimates and the hard budget is enforced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from json.encoder import encode_basestring
+from typing import Any
+
+from hivemind.errors import CriticalOverBudgetError
+from hivemind.memory.blocks import CONTEXT_ORDER, STABLE_TYPES, AnyBlock, FileRef, Priority
+from hivemind.memory.compressor import MemoryCompressor
+from hivemind.memory.loader import ContentLoader, LoadedContent
+from hivemind.memory.selector import Dropped, Selection, block_location
+from hivemind.memory.tokens import TokenCounter
+
+_ORDER = {t: i for i, t in enumerate(CONTEXT_ORDER)}
+_STABLE = frozenset(STABLE_TYPES)
+_ESCAPED_CACHE_BYTES = 64 * 1024 * 1024
+
+
+# One encoder for the whole context: compact, UTF-8, deterministic. A shared instance
+# avoids json.dumps building a new encoder per call (a third of the warm build time).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_dumps = _ENCODER.encode
+_dumps_str: Callable[[str], str] = encode_basestring  # same bytes as _dumps for a str
+
+
+@dataclass
+class BuiltContext:
+    """The context: `entries[:stable_count]` are the stable prefix; `tokens` is the real total.
+
+    `dropped` lists the blocks the builder left out after loading (the selector's own
+    drops stay in the Selection); `token_counts` are real tokens per entry id.
+    """
+
+    entries: list[dict[str, Any]]
+    stable_count: int
+    tokens: int
+    dropped: list[Dropped]
+    notes: dict[str, str]
+    token_counts: dict[str, int] = field(default_factory=dict)
+    _encoded: list[str] | None = field(default=None, repr=False, compare=False)
+
+    def json_parts(self) -> tuple[str, str]:
+        """(stable, volatile): the provider marks the end of `stable` for its prompt cache."""
+        encoded = self._encoded
+        if encoded is None:
+            encoded = self._encoded = [_dumps(e) for e in self.entries]
+        stable = "[" + ",".join(encoded[: self.stable_count])
+        rest = ",".join(encoded[self.stable_count :])
+        # The comma goes with the volatile part, so the stable text does not change
+        # when the volatile part comes and goes.
+        if rest and self.stable_count:
+            rest = "," + rest
+        return stable, rest + "]"
+
+    def to_json(self) -> str:
+        """The whole context as one JSON array (equal to `"".join(json_parts())`)."""
+        stable, volatile = self.json_parts()
+        return stable + volatile
+
+    def without_types(self, types: Iterable[str]) -> BuiltContext:
+        """A copy without the entries of `types` (e.g. the ROM, sent as the system prompt)."""
+        skip = {str(t) for t in types}
+        keep = [i for i, e in enumerate(self.entries) if e["metadata"]["type"] not in skip]
+        gone = [e["id"] for e in self.entries if e["metadata"]["type"] in skip]
+        encoded = self._encoded
+        return BuiltContext(
+            entries=[self.entries[i] for i in keep],
+            stable_count=sum(1 for i in keep if i < self.stable_count),
+            tokens=self.tokens - sum(self.token_counts.get(bid, 0) for bid in gone),
+            dropped=list(self.dropped),
+            notes={k: v for k, v in self.notes.items() if k not in gone},
+            token_counts={k: v for k, v in self.token_counts.items() if k not in gone},
+            _encoded=None if encoded is None else [encoded[i] for i in keep],
+        )
+
+
+@dataclass(slots=True)
+class _Part:
+    """One rendered entry, kept while its block version and its content are unchanged."""
+
+    block: AnyBlock
+    source: LoadedContent | str  # the loader's object (identity) or the inline text
+    tokens: int  # content + envelope, as counted in the JSON
+    note: str | None
+    entry: dict[str, Any]
+    encoded: str
+    order: tuple[int, str]
+    dict: dict[str, Any] = field(default_factory=dict)
+
+
+class ContextBuilder:
+    """Loads the kept blocks and renders them as the JSON context, within the hard budget."""
+
+    def __init__(
+        self,
+        loader: ContentLoader,
+        counter: TokenCounter,
+        compressor: MemoryCompressor | None = None,
+    ) -> None:
+        self.loader = loader
+        self.counter = counter
+        self.compressor = compressor
+        # Escaping a 300 KB file as JSON takes ~2 ms; unchanged content is escaped once.
+        self._escaped: OrderedDict[str, str] = OrderedDict()
+        self._escaped_bytes = 0
+        self._compressed: dict[tuple[str, str], tuple[str, str, int]] = {}
+        self._small: dict[str, int] = {}
+        self._parts: dict[int, _Part] = {}
+
+    async def build(self, selection: Selection, budget: int | None = None) -> BuiltContext:
+        """Load, compress, count, enforce `budget` (default: the selection's), render."""
+        budget = selection.budget if budget is None else budget
+        blocks: list[AnyBlock] = []
+        seen: set[str] = set()
+        for b in selection.kept:
+            if b.id not in seen:
+                seen.add(b.id)
+                blocks.append(b)
+        contents = await self._load(blocks)
+        parts = [self._part(b, contents.get(b.id)) for b in blocks]
+        if len(self._parts) > 2 * len(parts) + 1024:  # forget blocks no longer kept
+            self._parts = {id(p.block): p for p in parts}
+        parts, late = self._enforce(parts, selection, budget)
+        parts.sort(key=lambda p: p.order)
+        stable_count = sum(1 for p in parts if p.block.type in _STABLE)
+        notes = {p.block.id: p.note for p in parts if p.note is not None}
+        return BuiltContext(
+            entries=[p.entry for p in parts],
+            stable_count=stable_count,
+            tokens=sum(p.tokens for p in parts) + 2,  # the array's brackets
+            dropped=late,
+            notes=notes,
+            token_counts={p.block.id: p.tokens for p in parts},
+            _encoded=[p.encoded for p in parts],
+        )
+
+    async def _load(self, blocks: list[AnyBlock]) -> dict[str, LoadedContent]:
+        out: dict[str, LoadedContent] = {}
+        misses: list[tuple[str, FileRef]] = []
+        for b in blocks:
+            loc = block_location(b)
+            if loc is None:
+                continue
+            # Warm files answer from the cache after one stat: no task, no thread hop.
+            hit = self.loader.peek_location(*loc)
+            if hit is not None:
+                out[b.id] = hit
+            else:
+                misses.append((b.id, FileRef(path=loc[0], start_line=loc[1], end_line=loc[2])))
+        if misses:
+            loaded = await asyncio.gather(*(self.loader.load(ref) for _, ref in misses))
+            out.update(zip((bid for bid, _ in misses), loaded, strict=True))
+        return out
+
+    def _part(self, block: AnyBlock, loaded: LoadedContent | None) -> _Part:
+        """The entry of `block`; reused while the block and its content are unchanged."""
+        source: LoadedContent | str = block.inline_content() if loaded is None else loaded
+        part = self._parts.get(id(block))
+        # Pydantic gives a block a new __dict__ on every assignment; the loader returns
+        # the same LoadedContent object while the file is unchanged.
+        if part is not None and part.dict is block.__dict__ and (
+            part.source is source or (loaded is None and part.source == source)
+        ):
+            return part
+        part = self._parts[id(block)] = self._render(block, source)
+        return part
+
+    def _render(self, block: AnyBlock, source: LoadedContent | str) -> _Part:
+        if isinstance(source, str):
+            text, tokens, digest, note = source, self._small_count(source), None, None
+        else:
+            text, tokens, digest, note = source.text, source.tokens, source.digest, source.note
+        escaped: str | None = None
+        compressor = self.compressor
+        if compressor is not None and tokens > compressor.max_block_tokens and note is None:
+            key = (digest or self.counter.digest(text), block.id)
+            done = self._compressed.get(key)
+            if done is None:
+                shorter = compressor.compress(block, text, tokens=tokens)
+                if shorter is not None:
+                    done = (shorter, _dumps_str(shorter), self.counter.count_json(shorter))
+                    if len(self._compressed) > 4096:
+                        self._compressed.clear()
+                    self._compressed[key] = done
+            if done is not None:
+                text, escaped, tokens = done
+                note = "compressed"
+        if escaped is None:
+            escaped = self._escape(text, digest)
+        meta: dict[str, Any] = {
+            "type": block.type.value,
+            "timestamp": block.timestamp.isoformat(timespec="seconds"),
+        }
+        meta.update(block.metadata)
+        meta.update(block.type_metadata())
+        if note is not None:
+            meta["note"] = note
+        tail = {
+            "confidence": block.confidence,
+            "priority": block.priority.name.lower(),
+            "metadata": meta,
+        }
+        head = '{"id":' + _dumps_str(block.id) + ',"content":'
+        tail_json = _dumps(tail)
+        envelope = head + '"",' + tail_json[1:]
+        return _Part(
+            block=block,
+            source=source,
+            tokens=tokens + self._small_count(envelope, raw=True),
+            note=note,
+            entry={"id": block.id, "content": text, **tail},
+            encoded=head + escaped + "," + tail_json[1:],
+            order=(_ORDER.get(block.type, len(_ORDER)), block.id),
+            dict=block.__dict__,
+        )
+
+    def _small_count(self, text: str, raw: bool = False) -> int:
+        key = ("r" if raw else "j") + text
+        n = self._small.get(key)
+        if n is None:
+            if len(self._small) > 100_000:
+                self._small.clear()
+            n = self._small[key] = self.counter.count(text) if raw else self.counter.count_json(
+                text
+            )
+        return n
+
+    def _escape(self, text: str, digest: str | None) -> str:
+        if digest is None or len(text) < 4096:
+            return _dumps_str(text)
+        hit = self._escaped.get(digest)
+        if hit is not None:
+            self._escaped.move_to_end(digest)
+            return hit
+        escaped = self._escaped[digest] = _dumps_str(text)
+        self._escaped_bytes += len(escaped)
+        while self._escaped_bytes > _ESCAPED_CACHE_BYTES and len(self._escaped) > 1:
+            _, gone = self._escaped.popitem(last=False)
+            self._escaped_bytes -= len(gone)
+        return escaped
+
+    def _enforce(
+        self, parts: list[_Part], selection: Selection, budget: int
+    ) -> tuple[list[_Part], list[Dropped]]:
+        """Drop the lowest-scored non-critical blocks until the real total fits `budget`."""
+        total = sum(p.tokens for p in parts) + 2
+        if total <= budget:
+            return parts, []
+        scores = selection.scores
+        victims = sorted(
+            (p for p in parts if p.block.priority is not Priority.CRITICAL),
+            key=lambda p: (
+                -p.block.priority,
+                scores.get(p.block.id, 0.0),
+                p.block.timestamp.timestamp(),
+            ),
+        )
+        gone: set[str] = set()
+        late: list[Dropped] = []
+        for p in victims:
+            if total <= budget:
+                break
+            estimated = selection.tokens.get(p.block.id, 0)
+            late.append(
+                Dropped(
+                    p.block,
+                    f"over budget after loading: {p.tokens} tokens (estimated {estimated});"
+                    f" the context came to {total} of {budget}",
+                    p.tokens,
+                )
+            )
+            total -= p.tokens
+            gone.add(p.block.id)
+        if total > budget:
+            sizes = {p.block.id: p.tokens for p in parts if p.block.priority is Priority.CRITICAL}
+            raise CriticalOverBudgetError(sizes, budget)
+        return [p for p in parts if p.block.id not in gone], late

@@ -1,0 +1,337 @@
+"""The ContentLoader: reads the text of the blocks the selector kept, and nothing else.
+
+Files are cached by (path, mtime_ns, size), so an unchanged file costs one stat:
+no read, no tokenisation. Reads and tokenisation run in a worker thread. A file
+that is missing, binary, unreadable or shorter than the range asked for becomes
+a short visible note, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hivemind.memory.blocks import FileRef
+from hivemind.memory.tokens import TokenCounter
+
+_BINARY_SNIFF = 8192
+# A range of a file never read yet: this many tokens per line is generous for code
+# and prose; the builder's hard budget catches the rare minified line.
+_RANGE_LINE_TOKENS = 48
+_MISSING_ESTIMATE = 16
+# Data formats cost about twice the tokens per byte of code or prose.
+_DENSE_SUFFIXES = (
+    ".json", ".jsonl", ".ndjson", ".geojson", ".csv", ".tsv", ".yaml", ".yml", ".toml",
+    ".xml", ".svg", ".lock", ".map", ".min.js", ".min.css",
+)
+
+StatKey = tuple[int, int]  # (mtime_ns, size)
+
+
+@dataclass(slots=True)
+class LoadedContent:
+    """A block's text and what it costs; `note` flags a problem (`text` then says what)."""
+
+    text: str
+    tokens: int
+    digest: str
+    note: str | None = None
+
+
+@dataclass(slots=True, eq=False)  # compared by identity (version tuples)
+class _Entry:
+    key: StatKey
+    text: str
+    whole: LoadedContent
+    cost: int  # bytes charged to the cache budget
+    ranges: dict[tuple[int, int], LoadedContent] = field(default_factory=dict)
+    line_starts: list[int] | None = None
+
+    def lines(self) -> list[int]:
+        """Offsets where each line starts, plus the end of the text."""
+        if self.line_starts is None:
+            starts = [0]
+            find = self.text.find
+            pos = find("\n")
+            while pos != -1:
+                starts.append(pos + 1)
+                pos = find("\n", pos + 1)
+            if starts[-1] != len(self.text):
+                starts.append(len(self.text))
+            self.line_starts = starts
+        return self.line_starts
+
+
+class ContentLoader:
+    """Loads `FileRef`s under `root` with a byte-bounded LRU keyed by (path, mtime, size)."""
+
+    def __init__(
+        self, root: Path | str, counter: TokenCounter, max_cache_bytes: int = 64 * 1024 * 1024
+    ) -> None:
+        self.root = Path(root)
+        self.counter = counter
+        self.max_cache_bytes = max_cache_bytes
+        self.bytes_read = 0
+        self.files_read = 0
+        self.files_tokenised = 0
+        self._root = os.fspath(self.root)
+        self._abs: dict[str, str] = {}
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._cached_bytes = 0
+        # Bumped whenever cached content changes (stored, sliced, evicted, invalidated):
+        # estimates made at the same generation from the same stats are still valid.
+        self.generation = 0
+        self._lock = threading.Lock()
+        self._path_locks: dict[str, threading.Lock] = {}
+
+    # -- paths ---------------------------------------------------------------
+    def resolve(self, path: str) -> str:
+        """The absolute path of `path` (relative paths are relative to root)."""
+        found = self._abs.get(path)
+        if found is None:
+            found = path if os.path.isabs(path) else os.path.join(self._root, path)
+            if len(self._abs) > 100_000:  # unbounded ids would leak; the dict is a memo only
+                self._abs.clear()
+            self._abs[path] = found
+        return found
+
+    # -- estimates (no read) -------------------------------------------------
+    def estimate(self, ref: FileRef) -> int:
+        """Tokens `ref` will cost, without reading: exact if cached, else from its size."""
+        return self.estimate_location(ref.path, ref.start_line, ref.end_line)
+
+    def estimate_location(
+        self,
+        path: str,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        stats: dict[str, StatKey | None] | None = None,
+    ) -> int:
+        """`estimate` without a FileRef; `stats` memoises stat results for one selection."""
+        full = self.resolve(path)
+        if stats is not None and full in stats:
+            key = stats[full]
+        else:
+            key = self._stat(full)
+            if stats is not None:
+                stats[full] = key
+        if key is None:
+            return _MISSING_ESTIMATE
+        entry = self._cache.get(full)
+        if entry is not None and entry.key == key:
+            if start_line is None or end_line is None:
+                return entry.whole.tokens
+            hit = entry.ranges.get((start_line, end_line))
+            if hit is not None:
+                return hit.tokens
+            if entry.whole.note is not None:
+                return entry.whole.tokens
+            starts = entry.lines()
+            lo = starts[min(start_line - 1, len(starts) - 1)]
+            hi = starts[min(end_line, len(starts) - 1)]
+            share = (hi - lo) / max(1, len(entry.text))
+            return int(entry.whole.tokens * share * 1.1) + _MISSING_ESTIMATE
+        whole = self.counter.estimate_bytes(key[1], dense=path.lower().endswith(_DENSE_SUFFIXES))
+        if start_line is None or end_line is None:
+            return whole
+        return min(whole, (end_line - start_line + 1) * _RANGE_LINE_TOKENS + _MISSING_ESTIMATE)
+
+    def versions(
+        self, paths: Iterable[str], stats: dict[str, StatKey | None] | None = None
+    ) -> dict[str, tuple[Any, ...]]:
+        """What every estimate of each path depends on (one stat each): same version,
+        same estimates. `stats` receives the stat results, keyed by absolute path."""
+        out: dict[str, tuple[Any, ...]] = {}
+        resolve, cache, stat = self.resolve, self._cache, os.stat
+        for path in paths:
+            full = resolve(path)
+            try:
+                st = stat(full)
+                key: StatKey | None = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                key = None
+            if stats is not None:
+                stats[full] = key
+            entry = cache.get(full)
+            if key is None or entry is None or entry.key != key:
+                out[path] = (key,)
+            else:
+                out[path] = (key, entry, len(entry.ranges))
+        return out
+
+    @staticmethod
+    def _stat(full: str) -> StatKey | None:
+        try:
+            st = os.stat(full)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    # -- loading -------------------------------------------------------------
+    def peek(self, ref: FileRef) -> LoadedContent | None:
+        """The content of `ref` if the cache holds the file unchanged (one stat), else None."""
+        return self.peek_location(ref.path, ref.start_line, ref.end_line)
+
+    def peek_location(
+        self, path: str, start_line: int | None = None, end_line: int | None = None
+    ) -> LoadedContent | None:
+        """`peek` without a FileRef; the builder's fast path for warm files."""
+        full = self.resolve(path)
+        entry = self._cache.get(full)
+        if entry is None:
+            return None
+        try:
+            st = os.stat(full)
+        except OSError:
+            return None
+        if entry.key != (st.st_mtime_ns, st.st_size):
+            return None
+        if start_line is None or end_line is None:
+            self._touch(full)
+            return entry.whole
+        hit = entry.ranges.get((start_line, end_line))
+        if hit is not None:
+            self._touch(full)
+        return hit
+
+    async def load(self, ref: FileRef) -> LoadedContent:
+        """The text of `ref` (a 1-based inclusive line range if given), read off the loop."""
+        # A stat is a metadata call (microseconds) and saves a thread hop on warm files.
+        hit = self.peek(ref)
+        if hit is not None:
+            return hit
+        return await asyncio.to_thread(self._load_sync, ref.path, ref.start_line, ref.end_line)
+
+    def invalidate(self, path: str) -> None:
+        """Forget the cached content of `path` (the next load re-reads it)."""
+        full = self.resolve(path)
+        with self._lock:
+            entry = self._cache.pop(full, None)
+            self.generation += 1
+            if entry is not None:
+                self._cached_bytes -= entry.cost
+
+    def _touch(self, full: str) -> None:
+        # OrderedDict is not thread-safe for compound updates; loader threads also write.
+        with self._lock:
+            if full in self._cache:
+                self._cache.move_to_end(full)
+
+    def _load_sync(self, path: str, start: int | None, end: int | None) -> LoadedContent:
+        full = self.resolve(path)
+        with self._lock:
+            if len(self._path_locks) > 10_000:  # a memo, not state: a rare double read at worst
+                self._path_locks.clear()
+            plock = self._path_locks.setdefault(full, threading.Lock())
+        # One reader per path: a whole-file block and a range of it share one read.
+        with plock:
+            entry = self._entry_for(path, full)
+            if isinstance(entry, LoadedContent):
+                return entry
+            if start is None or end is None:
+                return entry.whole
+            return self._slice(entry, path, start, end)
+
+    def _entry_for(self, path: str, full: str) -> _Entry | LoadedContent:
+        try:
+            st = os.stat(full)
+        except FileNotFoundError:
+            return self._note(f"[file not found: {path}]", "missing")
+        except OSError as exc:
+            return self._note(f"[file unreadable: {path}: {exc.strerror or exc}]", "unreadable")
+        key = (st.st_mtime_ns, st.st_size)
+        entry = self._cache.get(full)
+        if entry is not None and entry.key == key:
+            return entry
+        try:
+            with open(full, "rb") as f:
+                fst = os.fstat(f.fileno())
+                data = f.read()
+        except FileNotFoundError:
+            return self._note(f"[file not found: {path}]", "missing")
+        except IsADirectoryError:
+            return self._note(f"[file unreadable: {path} is a directory]", "unreadable")
+        except OSError as exc:
+            return self._note(f"[file unreadable: {path}: {exc.strerror or exc}]", "unreadable")
+        with self._lock:
+            self.bytes_read += len(data)
+            self.files_read += 1
+        key = (fst.st_mtime_ns, fst.st_size)
+        whole, text = self._decode(path, data)
+        entry = _Entry(key=key, text=text, whole=whole, cost=len(data) + 256)
+        # A file that grew or shrank while being read gets a key that never matches again.
+        if len(data) == fst.st_size:
+            self._store(full, entry)
+        return entry
+
+    def _decode(self, path: str, data: bytes) -> tuple[LoadedContent, str]:
+        if not data:
+            return self._note(f"[empty file: {path}]", "empty"), ""
+        if b"\x00" in data[:_BINARY_SNIFF]:
+            return self._note(f"[binary file: {path}, {len(data)} bytes]", "binary"), ""
+        text = data.decode("utf-8", errors="replace")
+        # Mostly-undecodable bytes are binary in all but name; a few bad bytes are kept.
+        if text.count("\ufffd") * 10 > len(text):
+            return self._note(f"[binary file: {path}, {len(data)} bytes]", "binary"), ""
+        return self._content(text), text
+
+    def _slice(self, entry: _Entry, path: str, start: int, end: int) -> LoadedContent:
+        hit = entry.ranges.get((start, end))
+        if hit is not None:
+            return hit
+        if entry.whole.note is not None:
+            return entry.whole
+        starts = entry.lines()
+        nlines = len(starts) - 1
+        if start > nlines:
+            loaded = self._note(
+                f"[lines {start}-{end} of {path}: the file has only {nlines} lines]", "range"
+            )
+            text = loaded.text
+        else:
+            text = entry.text[starts[start - 1] : starts[min(end, nlines)]]
+            loaded = self._content(text)
+        with self._lock:
+            entry.ranges[(start, end)] = loaded
+            entry.cost += len(text) + 128
+            self._cached_bytes += len(text) + 128
+            self.generation += 1
+        return loaded
+
+    def _content(self, text: str) -> LoadedContent:
+        digest = self.counter.digest(text)
+        tokens = self.counter.cached(digest, as_json=True)
+        if tokens is None:
+            tokens = self.counter.count_with_digest(text, digest, as_json=True)
+            with self._lock:
+                self.files_tokenised += 1
+        return LoadedContent(text=text, tokens=tokens, digest=digest)
+
+    def _note(self, text: str, note: str) -> LoadedContent:
+        digest = self.counter.digest(text)
+        return LoadedContent(
+            text, self.counter.count_with_digest(text, digest, as_json=True), digest, note
+        )
+
+    def _store(self, full: str, entry: _Entry) -> None:
+        with self._lock:
+            old = self._cache.pop(full, None)
+            self.generation += 1
+            if old is not None:
+                self._cached_bytes -= old.cost
+            self._cache[full] = entry
+            self._cached_bytes += entry.cost
+            while self._cached_bytes > self.max_cache_bytes and len(self._cache) > 1:
+                _, gone = self._cache.popitem(last=False)
+                self._cached_bytes -= gone.cost
+
+    @property
+    def cached_bytes(self) -> int:
+        """Bytes the cache holds now (bounded by `max_cache_bytes`)."""
+        return self._cached_bytes

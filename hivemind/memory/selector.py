@@ -1,0 +1,458 @@
+"""The MemorySelector: which blocks fit the token budget, and why the others do not.
+
+CRITICAL blocks are always kept; HIGH, MEDIUM and LOW follow while the running
+total stays under 80 %, 90 % and 95 % of the budget, each tier by relevance,
+then newest first. Nothing is read here: file-backed blocks are estimated by
+the loader from its cache or the file's size.
+
+Speed: a think-cycle selects over the same blocks again and again, so what
+depends only on the blocks (facts, estimates, tiers, drop records) is kept
+between calls and each call is a handful of passes in C (map, sorts on float
+keys); 10 000 blocks take a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import compress, count, repeat
+from operator import add, attrgetter, eq, is_, le, neg
+from typing import Any, cast
+
+from hivemind.errors import CriticalOverBudgetError
+from hivemind.memory.blocks import (
+    AnyBlock,
+    BlockType,
+    ContextBlock,
+    FileBlock,
+    HistoryBlock,
+    KnowledgeBlock,
+    MessageBlock,
+    Priority,
+    RomBlock,
+    StatusBlock,
+    TaskBlock,
+)
+from hivemind.memory.loader import ContentLoader, StatKey
+from hivemind.memory.relevance import RelevanceScorer, epoch_seconds
+from hivemind.memory.tokens import TokenCounter
+
+# Share of the budget each tier may fill, in percent (integer maths: exact boundaries).
+TIER_LIMITS: dict[Priority, int] = {Priority.HIGH: 80, Priority.MEDIUM: 90, Priority.LOW: 95}
+
+# A block above this many tokens is compressed by the builder (MemoryCompressor's
+# default), so the selector never counts it as costing more.
+DEFAULT_MAX_BLOCK_TOKENS = 8000
+
+# The JSON around a block's content ({"id":…,"confidence":…,"priority":…,"metadata":{…}})
+# measured 46-50 tokens plus ~1 per 4 characters of id and source path; the
+# per-type extras cover the metadata each type adds (agent, lines, sender, title...).
+ENVELOPE_TOKENS = 48
+_TYPE_EXTRA: dict[type, int] = {
+    RomBlock: 8,
+    FileBlock: 2,
+    KnowledgeBlock: 4,
+    TaskBlock: 20,
+    MessageBlock: 30,
+    ContextBlock: 8,
+}
+
+Location = tuple[str, int | None, int | None]
+
+
+@dataclass(slots=True)
+class Dropped:
+    """A block left out of the context, and why."""
+
+    block: AnyBlock
+    reason: str
+    tokens: int
+
+
+@dataclass
+class Selection:
+    """What the selector kept and dropped; `tokens` are estimates incl. the JSON envelope."""
+
+    kept: list[AnyBlock]
+    dropped: list[Dropped]
+    tokens: dict[str, int]
+    scores: dict[str, float]
+    budget: int
+    used: int
+
+    def tokens_by_type(self) -> dict[BlockType, int]:
+        """Estimated tokens of the kept blocks, per block type."""
+        out: dict[BlockType, int] = {}
+        for b in self.kept:
+            out[b.type] = out.get(b.type, 0) + self.tokens.get(b.id, 0)
+        return out
+
+    def dropped_tokens_by_type(self) -> dict[BlockType, int]:
+        """Estimated tokens of the dropped blocks, per block type."""
+        out: dict[BlockType, int] = {}
+        for d in self.dropped:
+            out[d.block.type] = out.get(d.block.type, 0) + d.tokens
+        return out
+
+
+def block_location(block: AnyBlock) -> Location | None:
+    """(path, start, end) of a file-backed block without building a FileRef (hot path)."""
+    if isinstance(block, FileBlock):
+        return (block.location, block.start_line, block.end_line)
+    if isinstance(block, RomBlock | KnowledgeBlock):
+        return (block.location, None, None)
+    if isinstance(block, MessageBlock):
+        return (block.full_path, None, None)
+    if isinstance(block, TaskBlock):
+        return (block.location, None, None) if block.location else None
+    if isinstance(block, StatusBlock | HistoryBlock | ContextBlock):
+        return None
+    ref = block.source()  # a block type added later
+    return None if ref is None else (ref.path, ref.start_line, ref.end_line)
+
+
+class _Facts:
+    """What the selector knows of one version of a block, computed once.
+
+    Pydantic replaces a block's `__dict__` on every assignment (validate_assignment),
+    so holding the old dict is an exact and cheap "unchanged?" test. Mutating a
+    dict-valued field in place (`metadata[...] = ...`) is not seen; it only moves
+    the estimate of the JSON envelope.
+    """
+
+    __slots__ = (
+        "base", "block", "dict", "drop", "drop_tail", "expiry", "gen", "id", "key", "loc",
+        "path", "tier", "ts", "weight",
+    )
+
+    def __init__(self, block: AnyBlock, loc: Location | None, base: int) -> None:
+        self.block = block
+        self.dict = block.__dict__
+        self.id = block.id
+        self.loc = loc
+        self.path = None if loc is None else loc[0]
+        # One string per (file, range, capped?): str hashes are cached, tuples' are not.
+        self.key = None if loc is None else (
+            f"{'R' if isinstance(block, RomBlock) else 'B'}{loc[1]}:{loc[2]}:{loc[0]}"
+        )
+        self.base = base  # envelope, plus the content for inline blocks
+        self.tier = _TIER_INDEX[block.priority]
+        self.ts = epoch_seconds(block.timestamp)
+        self.expiry = math.inf if block.expiry is None else epoch_seconds(block.expiry)
+        self.gen = -1
+        self.weight = 0.0  # confidence × relevance boost, valid for scorer generation `gen`
+        self.drop: Dropped | None = None  # the last record of dropping this block
+        self.drop_tail = ""
+
+
+# Tier 0 is CRITICAL; 1..3 are TIER_LIMITS in order.
+_TIER_INDEX = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.MEDIUM: 2, Priority.LOW: 3}
+_f_id, _f_key, _f_base = (attrgetter(a) for a in ("id", "key", "base"))
+_f_expiry, _f_ts, _f_tier, _f_path = (attrgetter(a) for a in ("expiry", "ts", "tier", "path"))
+
+
+class _Layout:
+    """What depends only on one list of block versions; reused while the list is the same."""
+
+    __slots__ = ("blocks", "by_ts", "dicts", "facts", "ids", "keys", "live", "min_expiry", "ns",
+                 "ns_version", "paths", "ranked", "ranked_at", "segments", "stat_at",
+                 "timestamps", "tokens", "weights")
+
+    def __init__(self, blocks: list[AnyBlock], facts: list[_Facts], live: list[_Facts]) -> None:
+        self.blocks = blocks
+        self.dicts = [f.dict for f in facts]
+        self.facts = facts  # every block, expired included
+        self.live = live
+        self.timestamps: list[float] = list(map(_f_ts, live))
+        self.weights: tuple[int, float, list[float]] = (-1, 0.0, [])  # (generation, scale, w×s)
+        self.min_expiry = min(map(_f_expiry, facts), default=math.inf)
+        self.ids: list[str] = list(map(_f_id, live))
+        self.keys: list[str | None] = list(map(_f_key, live))
+        self.paths: set[str] = {p for p in map(_f_path, live) if p is not None}
+        self.ns: list[int] = []
+        self.ns_version = -1
+        self.stat_at = (-math.inf, -1)  # (monotonic time, loader generation) of the last stat
+        self.tokens: dict[str, int] = {}
+        neg_ts = [-t for t in map(_f_ts, live)]
+        tier_of = list(map(_f_tier, live))
+        # Per tier: indices by (-timestamp, input order); CRITICAL stays in input order.
+        self.by_ts: list[list[int]] = []
+        for t in range(4):
+            members = list(compress(count(), map(eq, tier_of, repeat(t))))
+            if t:
+                members.sort(key=neg_ts.__getitem__)
+            self.by_ts.append(members)
+        self.ranked: list[list[int]] = list(self.by_ts)  # the last ranking, per tier
+        self.ranked_at = (-1, math.inf)  # (scorer generation, time) of that ranking
+        # (tier, reason tail) -> [indices as ranked, indices in input order, records] of a
+        # run of drops between two keeps
+        self.segments: dict[tuple[int, str], list[Any]] = {}
+
+
+class MemorySelector:
+    """Chooses the blocks that fit a budget, by priority tier and relevance."""
+
+    def __init__(
+        self,
+        loader: ContentLoader,
+        counter: TokenCounter,
+        scorer: RelevanceScorer | None = None,
+        max_block_tokens: int | None = DEFAULT_MAX_BLOCK_TOKENS,
+        *,
+        stat_ttl: float = 1.0,
+    ) -> None:
+        self.loader = loader
+        self.counter = counter
+        self.scorer = scorer or RelevanceScorer()
+        # The builder compresses any non-ROM block above this, so it never costs more;
+        # None when the builder has no compressor.
+        self.max_block_tokens = max_block_tokens
+        # Estimates trust a file's stat for this long (seconds). Loading always stats and
+        # the builder enforces the budget with real counts, so a file edited within the
+        # window costs at worst one cycle with a stale estimate. 0 = stat every time.
+        self.stat_ttl = stat_ttl
+        self._facts: dict[int, _Facts] = {}
+        self._last: _Layout | None = None
+        # Per file: (version, {key: estimate}); _known merges them all (one dict lookup
+        # per block). Both outlive the block lists, so agents sharing a selector share them.
+        self._files: dict[str, tuple[tuple[Any, ...], dict[str, int]]] = {}
+        self._known: dict[str | None, int] = {None: 0}
+        self._known_version = 0  # bumped whenever _known changes
+        self._scored_gen = -1  # scorer generation every fact's weight was computed for
+        self._sizes: deque[tuple[int, int]] = deque(maxlen=32)  # recent (blocks, files)
+
+    # -- estimates -----------------------------------------------------------
+    def estimate(self, block: AnyBlock, stats: dict[str, StatKey | None] | None = None) -> int:
+        """Estimated tokens of `block` in the context, envelope included; reads nothing."""
+        loc = block_location(block)
+        if loc is None:
+            return self._inline_tokens(block) + _envelope(block, 0)
+        n = self._capped(block, self.loader.estimate_location(*loc, stats))
+        return n + _envelope(block, len(loc[0]))
+
+    def _capped(self, block: AnyBlock, n: int) -> int:
+        cap = self.max_block_tokens
+        if cap is not None and n > cap and not isinstance(block, RomBlock):
+            return cap
+        return n
+
+    def _inline_tokens(self, block: AnyBlock) -> int:
+        return self._capped(block, self.counter.count_json(block.inline_content()))
+
+    def _learn(self, block: AnyBlock) -> _Facts:
+        self._scored_gen = -1  # a new fact has no weight yet
+        loc = block_location(block)
+        if loc is None:
+            return _Facts(block, None, self._inline_tokens(block) + _envelope(block, 0))
+        return _Facts(block, loc, _envelope(block, len(loc[0])))
+
+    # -- selection -----------------------------------------------------------
+    def select(
+        self, blocks: Iterable[AnyBlock], budget: int, now: datetime | None = None
+    ) -> Selection:
+        """Keep CRITICAL, then each tier while under its share of `budget`; say why others go."""
+        if budget <= 0:
+            raise ValueError(f"budget must be positive, got {budget}")
+        blocks = blocks if isinstance(blocks, list) else list(blocks)
+        now_s = epoch_seconds(now or self.scorer.now())
+        sel = Selection(kept=[], dropped=[], tokens={}, scores={}, budget=budget, used=0)
+        lay = self._layout(blocks, now_s, sel)
+        ns = self._estimates(lay)
+        expired, sel.tokens = sel.tokens, lay.tokens.copy()  # a copy is a memcpy, not 10k inserts
+        sel.tokens.update(expired)
+        scores = self._scores(lay, now_s)
+        sel.scores.update(zip(lay.ids, scores, strict=True))
+        critical = lay.by_ts[0]
+        used = sum(map(ns.__getitem__, critical))
+        if used > budget:
+            raise CriticalOverBudgetError({lay.ids[i]: ns[i] for i in critical}, budget)
+        sel.kept.extend(lay.live[i].block for i in critical)
+        neg_scores = list(map(neg, scores))
+        # by_ts is (-timestamp, input order); a stable sort on the score (a float key:
+        # Timsort's fast path) makes it (-score, -timestamp, input order). Re-sorting the
+        # last ranking gives the same order in linear time, unless the weights changed
+        # or the clock went back: then scores may tie that did not before.
+        fresh = lay.ranked_at[0] != self.scorer.generation or lay.ranked_at[1] > now_s
+        lay.ranked_at = (self.scorer.generation, now_s)
+        for tier, (priority, percent) in enumerate(TIER_LIMITS.items(), start=1):
+            ranked = lay.ranked[tier] = sorted(
+                lay.by_ts[tier] if fresh else lay.ranked[tier], key=neg_scores.__getitem__
+            )
+            used = _fill(ranked, lay, tier, priority=priority, percent=percent, used=used, sel=sel)
+        sel.used = used
+        return sel
+
+    def _layout(self, blocks: list[AnyBlock], now_s: float, sel: Selection) -> _Layout:
+        """The facts of every block (learning new or changed ones); the expired dropped."""
+        lay = self._last
+        # Fast path: the very same block objects, none assigned to since the last call.
+        if not (
+            lay is not None
+            and len(lay.blocks) == len(blocks)
+            and all(map(is_, blocks, lay.blocks))
+            and all([b.__dict__ is d for b, d in zip(blocks, lay.dicts, strict=True)])
+        ):
+            facts = self._facts
+            fl: list[_Facts | None] = list(map(facts.get, map(id, blocks)))
+            for i, (f, b) in enumerate(zip(fl, blocks, strict=True)):
+                if f is None or f.dict is not b.__dict__:
+                    fl[i] = facts[id(b)] = self._learn(b)
+            known = cast(list[_Facts], fl)
+            lay = self._last = _Layout(blocks, known, known)
+            self._sizes.append((len(blocks), len(lay.paths)))
+            # Forget blocks no longer in memory, with room for agents sharing this selector.
+            if len(facts) > 2 * max(n for n, _ in self._sizes) + 4096:
+                self._facts = dict(zip(map(id, blocks), known, strict=True))
+        if lay.min_expiry > now_s:
+            return lay
+        live: list[_Facts] = []
+        for f in lay.facts:
+            if f.expiry <= now_s:
+                sel.tokens[f.id] = 0
+                sel.dropped.append(Dropped(f.block, "expired", 0))
+            else:
+                live.append(f)
+        return _Layout(blocks, lay.facts, live)  # not remembered: the time decides
+
+    def _estimates(self, lay: _Layout) -> list[int]:
+        """Tokens of each live block: inline counts, or one estimate per file and range."""
+        at, generation = lay.stat_at
+        if time.monotonic() - at >= self.stat_ttl or generation != self.loader.generation:
+            lay.stat_at = (time.monotonic(), self.loader.generation)
+            self._restat(lay.paths)
+        if lay.ns_version == self._known_version:
+            return lay.ns
+        known = self._known
+        if not known.keys() >= set(lay.keys):  # new files or ranges: estimate each once
+            self._restat(lay.paths - self._files.keys())
+            stats: dict[str, StatKey | None] = {}
+            for f in lay.live:
+                key, loc = f.key, f.loc
+                if key is not None and key not in known and loc is not None:
+                    est = self.loader.estimate_location(loc[0], loc[1], loc[2], stats)
+                    known[key] = self._files[loc[0]][1][key] = self._capped(f.block, est)
+            self._known_version += 1
+        lay.ns = list(map(add, map(known.__getitem__, lay.keys), map(_f_base, lay.live)))
+        lay.ns_version = self._known_version
+        lay.segments.clear()  # their records name the old sizes
+        lay.tokens = dict(zip(lay.ids, lay.ns, strict=True))
+        return lay.ns
+
+    def _restat(self, paths: set[str]) -> None:
+        """Stat `paths` (one stat each); forget the estimates of files that changed."""
+        files, known = self._files, self._known
+        changed = False
+        for path, version in self.loader.versions(paths).items():
+            memo = files.get(path)
+            if memo is None:
+                files[path] = (version, {})
+            elif memo[0] != version:
+                for key in memo[1]:
+                    del known[key]
+                files[path] = (version, {})
+                changed = True
+        if len(files) > 4 * max((n for _, n in self._sizes), default=0) + 4096:
+            for path in files.keys() - paths:
+                for key in files.pop(path)[1]:
+                    del known[key]
+            changed = True
+        if changed:
+            self._known_version += 1
+
+    def _scores(self, lay: _Layout, now_s: float) -> list[float]:
+        """The relevance of every live block at `now_s` (scorer.score, computed in bulk)."""
+        scorer = self.scorer
+        gen, scale = scorer.generation, scorer.recency_seconds
+        if self._scored_gen != gen:
+            for f in lay.live:
+                if f.gen != gen:
+                    f.weight = f.block.confidence * scorer.boost(f.block)
+                    f.gen = gen
+            self._scored_gen = gen
+        if lay.weights[0] != gen or lay.weights[1] != scale:
+            lay.weights = (gen, scale, [f.weight * scale for f in lay.live])
+        cap = scorer.weights.cap
+        if lay.timestamps and max(lay.timestamps) >= now_s:  # a block from the future
+            return [scorer.combine(f.weight, now_s - f.ts, 1.0) for f in lay.live]
+        # weight × scale / (scale + age): the same float operations as scorer.combine.
+        pairs = zip(lay.weights[2], lay.timestamps, strict=True)
+        if cap is None:
+            return [w / (scale + (now_s - t)) for w, t in pairs]
+        return [s if (s := w / (scale + (now_s - t))) < cap else cap for w, t in pairs]
+
+def _fill(
+    ranked: list[int], lay: _Layout, tier: int, *, priority: Priority, percent: int, used: int,
+    sel: Selection,
+) -> int:
+    """Greedy over one tier in rank order; returns the new running total.
+
+    Between two kept blocks, the blocks that do not fit are found by a scan in C and
+    dropped as one run (listed in input order); an unchanged run reuses its records
+    from the last call.
+    """
+    ns, live, budget = lay.ns, lay.live, sel.budget
+    limit = budget * percent  # compare in hundredths: no float rounding at the edge
+    head = f"over budget at {priority.name}: "
+    sizes = list(map(ns.__getitem__, ranked))
+    kept, dropped, end, start = sel.kept, sel.dropped, len(ranked), 0
+    while start < end:
+        tail = _tail(percent, budget, used)
+        most = (limit - used * 100 - 1) // 100  # the largest block that still fits
+        fits = compress(count(start), map(le, map(sizes.__getitem__, range(start, end)),
+                                          repeat(most)))
+        nxt = next(fits, end)
+        if nxt > start:
+            run = ranked[start:nxt]
+            memo = lay.segments.get((tier, tail))
+            # Scores drift with the clock and may swap two neighbours, but the same set
+            # of blocks dropped at the same total is the same run (listed in input order).
+            if memo is None or (memo[0] != run and memo[1] != sorted(run)):
+                if len(lay.segments) > 4096:  # totals that no longer occur
+                    lay.segments.clear()
+                in_order = sorted(run)
+                memo = lay.segments[(tier, tail)] = [
+                    run, in_order, [_drop(live[i], ns[i], head, tail) for i in in_order]
+                ]
+            memo[0] = run
+            dropped.extend(memo[2])
+        if nxt < end:
+            kept.append(live[ranked[nxt]].block)
+            used += sizes[nxt]
+        start = nxt + 1
+    return used
+
+
+def _drop(f: _Facts, n: int, head: str, tail: str) -> Dropped:
+    """The record of dropping `f`; the same object while the reason stays the same."""
+    d = f.drop
+    if d is None or d.tokens != n or f.drop_tail != tail:  # the tail names tier, budget, total
+        d = f.drop = Dropped(f.block, head + str(n) + tail, n)
+        f.drop_tail = tail
+    return d
+
+
+def _tail(percent: int, budget: int, used: int) -> str:
+    return f" tokens would pass {percent} % of {budget} ({used} already used)"
+
+
+def _envelope(block: AnyBlock, path_chars: int) -> int:
+    """Estimated tokens of the JSON around a block's content."""
+    n = ENVELOPE_TOKENS + (len(block.id) + path_chars) // 4 + _TYPE_EXTRA.get(type(block), 0)
+    if isinstance(block, FileBlock) and block.start_line is not None:
+        n += 8
+    elif isinstance(block, TaskBlock):
+        n += (len(block.title) + len(block.project or "")) // 3 + 4 * len(block.dependencies)
+    elif isinstance(block, MessageBlock):
+        n += (len(block.subject) + len(block.from_agent) + len(block.to_agent)) // 3
+    elif isinstance(block, KnowledgeBlock):
+        n += len(block.topic) // 3
+    elif isinstance(block, ContextBlock):
+        n += 4 * len(block.related_ids)
+    if block.metadata:
+        n += len(json.dumps(block.metadata, default=str)) // 3
+    return n

@@ -1,0 +1,154 @@
+"""Tool plumbing: a tool is a pydantic input model plus an async function.
+
+A tool the model calls badly (unknown name, invalid input, refused path, a
+`ToolError`) returns an `is_error` result the model can act on; it never ends
+the cycle. Anything else raised by a tool is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from hivemind.errors import FileFormatError, PathEscapeError, ToolError, UserError
+from hivemind.hive.layout import Hive
+from hivemind.hive.models import AgentConfig
+from hivemind.llm.base import ToolCall, ToolResult, ToolSpec
+from hivemind.memory.manager import WorkingMemoryManager
+
+if TYPE_CHECKING:
+    from hivemind.hive.mailbox import PostOffice
+    from hivemind.hive.tasks import TaskBoard, TaskRef
+    from hivemind.ltm.store import LongTermMemory
+
+InputT = TypeVar("InputT", bound=BaseModel)
+
+MAX_RESULT_CHARS = 20_000
+"""Tool results longer than this are cut (the model can ask for a narrower range)."""
+
+
+@dataclass
+class CycleEffects:
+    """What the tools of one cycle changed; the cycle reports and audits it."""
+
+    messages_sent: list[str] = field(default_factory=list)
+    files_written: list[str] = field(default_factory=list)
+    tasks_created: list[str] = field(default_factory=list)
+    tasks_completed: list[str] = field(default_factory=list)
+    tasks_failed: list[str] = field(default_factory=list)
+    memories: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may touch on behalf of one agent in one cycle."""
+
+    hive: Hive
+    agent: str
+    config: AgentConfig
+    board: TaskBoard
+    post: PostOffice
+    working: WorkingMemoryManager
+    active_tasks: dict[str, TaskRef]
+    effects: CycleEffects = field(default_factory=CycleEffects)
+    ltm: LongTermMemory | None = None
+    on_mail: Callable[[list[str]], None] | None = None
+    on_task_change: Callable[[], None] | None = None
+
+    def current_task(self) -> TaskRef | None:
+        """The task this cycle works on, when there is exactly one obvious one."""
+        return next(iter(self.active_tasks.values()), None)
+
+
+@dataclass
+class Tool(Generic[InputT]):
+    """One tool: name, description, input model and the coroutine that runs it."""
+
+    name: str
+    description: str
+    input_model: type[InputT]
+    run: Callable[[ToolContext, InputT], Awaitable[str]]
+    _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
+
+    def spec(self) -> ToolSpec:
+        """The definition sent to the model (built once: schema generation is slow)."""
+        if self._spec is None:
+            schema = self.input_model.model_json_schema()
+            schema.pop("title", None)
+            self._spec = ToolSpec(name=self.name, description=self.description,
+                                  input_schema=schema)
+        return self._spec
+
+
+class ToolRegistry:
+    """The tools an agent can be given; ROM `tools:` is an allow-list over them."""
+
+    def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool[Any]) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
+        self._tools[tool.name] = tool
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def allowed(self, allow: list[str] | None) -> list[Tool[Any]]:
+        """The tools an agent may use (all when `allow` is None), in registry order."""
+        if allow is None:
+            return list(self._tools.values())
+        wanted = set(allow)
+        return [t for name, t in self._tools.items() if name in wanted]
+
+    def specs(self, allow: list[str] | None) -> list[ToolSpec]:
+        return [t.spec() for t in self.allowed(allow)]
+
+    async def execute(self, ctx: ToolContext, call: ToolCall) -> ToolResult:
+        """Run one call; a mistake of the model comes back as an error result."""
+        tool = self._tools.get(call.name)
+        permitted = ctx.config.tools is None or call.name in ctx.config.tools
+        if tool is None or not permitted:
+            known = ", ".join(t.name for t in self.allowed(ctx.config.tools))
+            return _error(call, f"unknown tool {call.name!r}; available: {known}")
+        try:
+            args = tool.input_model.model_validate(call.input)
+        except ValidationError as exc:
+            return _error(call, f"invalid input for {call.name}: {_first_errors(exc)}")
+        try:
+            content = await tool.run(ctx, args)
+        except (ToolError, PathEscapeError, FileFormatError, UserError) as exc:
+            return _error(call, str(exc))
+        if len(content) > MAX_RESULT_CHARS:
+            cut = len(content) - MAX_RESULT_CHARS
+            content = content[:MAX_RESULT_CHARS] + f"\n[... {cut} more characters cut]"
+        return ToolResult(tool_use_id=call.id, content=content)
+
+
+def _error(call: ToolCall, message: str) -> ToolResult:
+    return ToolResult(tool_use_id=call.id, content=message, is_error=True)
+
+
+def _first_errors(exc: ValidationError, limit: int = 3) -> str:
+    parts = []
+    for err in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in err["loc"]) or "input"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def canonical_call(call: ToolCall) -> str:
+    """A stable text for a call (name + sorted input), for the loop breaker."""
+    return call.name + json.dumps(call.input, sort_keys=True, default=str)
+
+
+def hive_relative(hive: Hive, path: Path) -> str:
+    return hive.relative(path)

@@ -1,0 +1,59 @@
+"""send_message: mail to another agent, several, everyone ("*") or `human`.
+
+The runtime sets `from`; the model cannot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hivemind.errors import ToolError
+from hivemind.hive.layout import HUMAN
+from hivemind.tools.base import Tool, ToolContext
+
+
+class SendMessageInput(BaseModel):
+    to: str | list[str] = Field(
+        description='An agent name, "human", a list of names, or "*" for everyone'
+    )
+    subject: str = Field(default="", max_length=200)
+    body: str = Field(min_length=1, max_length=100_000)
+    in_reply_to: str | None = Field(default=None, description="id of the message answered")
+    task: str | None = Field(default=None, description="id of the task this is about")
+
+
+async def send_message(ctx: ToolContext, args: SendMessageInput) -> str:
+    known = set(ctx.hive.agent_names()) | {HUMAN}
+    wanted = [args.to] if isinstance(args.to, str) else list(args.to)
+    if wanted != ["*"]:
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            raise ToolError(
+                f"no such recipient: {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+    fields: dict[str, str] = {}
+    if args.in_reply_to:
+        fields["in_reply_to"] = args.in_reply_to
+    if args.task:
+        fields["task"] = args.task
+    paths = ctx.post.send(ctx.agent, args.to, args.subject, args.body, **fields)
+    recipients = [p.parent.parent.name for p in paths]
+    ctx.effects.messages_sent.extend(p.stem for p in paths)
+    if ctx.on_mail is not None:
+        ctx.on_mail(recipients)
+    if not paths:
+        return "not delivered (duplicate message id)"
+    return f"delivered to {', '.join(recipients)}"
+
+
+MESSAGING_TOOLS: list[Tool[Any]] = [
+    Tool(
+        "send_message",
+        'Send a message to an agent, a list of agents, "*" (everyone) or "human". '
+        "Your name is filled in as the sender.",
+        SendMessageInput,
+        send_message,
+    )
+]

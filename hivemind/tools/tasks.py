@@ -1,0 +1,122 @@
+"""Task tools: create_task (delegate), complete_task, fail_task.
+
+An agent can only complete or fail a task it holds (in tasks/active/<agent>/).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hivemind.errors import ToolError
+from hivemind.hive.layout import HUMAN
+from hivemind.hive.models import Task, TaskPriority
+from hivemind.hive.tasks import TaskRef
+from hivemind.tools.base import Tool, ToolContext
+
+
+class CreateTaskInput(BaseModel):
+    title: str = Field(min_length=1, max_length=200)
+    body: str = Field(default="", max_length=100_000, description="What to do, in Markdown")
+    assignee: str | None = Field(default=None, description="Agent to do it (default: routed)")
+    priority: TaskPriority = TaskPriority.MEDIUM
+    depends_on: list[str] = Field(default_factory=list, description="Task ids to finish first")
+    project: str | None = None
+    domain: str | None = None
+    task_type: str | None = None
+
+
+class CompleteTaskInput(BaseModel):
+    task_id: str
+    result: str = Field(min_length=1, max_length=100_000, description="The outcome, in Markdown")
+
+
+class FailTaskInput(BaseModel):
+    task_id: str
+    reason: str = Field(min_length=1, max_length=2_000)
+
+
+def _held(ctx: ToolContext, task_id: str) -> TaskRef:
+    ref = ctx.active_tasks.get(task_id)
+    if ref is None:
+        held = ", ".join(ctx.active_tasks) or "none"
+        raise ToolError(f"you do not hold task {task_id!r}; your active tasks: {held}")
+    return ref
+
+
+async def create_task(ctx: ToolContext, args: CreateTaskInput) -> str:
+    agents = ctx.hive.agent_names()
+    if args.assignee is not None and args.assignee not in agents:
+        raise ToolError(f"no agent {args.assignee!r}; agents: {', '.join(agents)}")
+    parent = ctx.current_task()
+    task = Task(
+        id=ctx.board.new_task_id(args.title),
+        title=args.title,
+        body=args.body,
+        assignee=args.assignee,
+        priority=args.priority,
+        depends_on=args.depends_on,
+        project=args.project or (parent.task.project if parent else None),
+        domain=args.domain,
+        task_type=args.task_type,
+        reply_to=ctx.agent,
+    )
+    ref = ctx.board.create(task, created_by=ctx.agent)
+    ctx.effects.tasks_created.append(ref.task.id)
+    if ctx.on_task_change is not None:
+        ctx.on_task_change()
+    return f"created task {ref.task.id} ({ctx.hive.relative(ref.path)})"
+
+
+async def complete_task(ctx: ToolContext, args: CompleteTaskInput) -> str:
+    ref = _held(ctx, args.task_id)
+    done = ctx.board.complete(ref, args.result, ctx.agent)
+    del ctx.active_tasks[args.task_id]
+    ctx.effects.tasks_completed.append(args.task_id)
+    _notify(ctx, done, "done", args.result)
+    return f"task {args.task_id} is done ({ctx.hive.relative(done.path)})"
+
+
+async def fail_task(ctx: ToolContext, args: FailTaskInput) -> str:
+    ref = _held(ctx, args.task_id)
+    after = ctx.board.fail(ref, args.reason, ctx.agent)
+    del ctx.active_tasks[args.task_id]
+    ctx.effects.tasks_failed.append(args.task_id)
+    _notify(ctx, after, "failed", args.reason)
+    return f"task {args.task_id} failed; now {after.state.value}"
+
+
+def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> None:
+    """Tell whoever asked for the task (reply_to, else its creator) how it ended."""
+    to = ref.task.reply_to or ref.task.created_by or HUMAN
+    if to == ctx.agent:
+        return
+    title = ref.task.title or ref.task.id
+    ctx.post.send(ctx.agent, to, f"[{outcome}] {title}", text, task=ref.task.id)
+    if ctx.on_mail is not None:
+        ctx.on_mail([to])
+    if ctx.on_task_change is not None:
+        ctx.on_task_change()
+
+
+TASK_TOOLS: list[Tool[Any]] = [
+    Tool(
+        "create_task",
+        "Create a task for another agent (delegation); its outcome comes back to you by mail.",
+        CreateTaskInput,
+        create_task,
+    ),
+    Tool(
+        "complete_task",
+        "Finish a task you hold, with its result; the result is appended to the task file.",
+        CompleteTaskInput,
+        complete_task,
+    ),
+    Tool(
+        "fail_task",
+        "Give up a task you hold, with the reason; it is retried or moved to tasks/failed/.",
+        FailTaskInput,
+        fail_task,
+    ),
+]

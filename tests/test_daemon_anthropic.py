@@ -1,0 +1,205 @@
+"""The think-cycle through the real anthropic SDK against a fake Messages API on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.hive.layout import Hive
+from hivemind.llm.anthropic import AnthropicProvider
+from tests.fake_anthropic import FakeAnthropic, Reply, message_body
+from tests.helpers import fast_config, run_until_idle, write_agent, write_task
+
+KEY = "sk-ant-test-key-never-printed"
+
+
+def provider(api: FakeAnthropic, retries: int = 2) -> AnthropicProvider:
+    return AnthropicProvider(api_key=KEY, base_url=api.base_url, timeout=5, max_retries=retries)
+
+
+def context_entries(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON context of a request: the first user turn's text blocks, joined."""
+    first = body["messages"][0]["content"]
+    return list(json.loads("".join(block["text"] for block in first)))
+
+
+def task_completer(body: Any) -> Reply:
+    """A scripted model: complete every active task it sees, then end its turn."""
+    last = body["messages"][-1]["content"]
+    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
+        return Reply(body=message_body([{"type": "text", "text": "all done"}]))
+    calls = [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": "complete_task",
+         "input": {"task_id": e["metadata"]["task_id"], "result": "done by the model"}}
+        for i, e in enumerate(context_entries(body))
+        if e["metadata"].get("type") == "task" and e["metadata"].get("status") == "active"
+    ]
+    if not calls:
+        return Reply(body=message_body([{"type": "text", "text": "nothing to do"}]))
+    return Reply(body=message_body(calls, stop_reason="tool_use"))
+
+
+def audit(hive: Hive, agent: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in hive.audit_path(agent).read_text().splitlines() if x]
+
+
+def test_request_has_tools_rom_context_and_cache_marks(hive: Hive) -> None:
+    write_agent(hive, "worker", body="MARKER-ROM: you are the careful worker.\n")
+    (hive.knowledge_dir / "facts.md").write_text("# Facts\n\nBees make honey.\n")
+    write_task(hive, "t1", "Say something about bees.")
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        run_until_idle(hive, provider(api))
+        body = api.message_requests[0].body
+
+    tools = body["tools"]
+    assert {t["name"] for t in tools} >= {"send_message", "write_file", "complete_task"}
+    assert tools[-1]["cache_control"] == {"type": "ephemeral"}
+    assert all("cache_control" not in t for t in tools[:-1])
+    assert "MARKER-ROM" in body["system"][0]["text"]
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    stable, volatile = body["messages"][0]["content"]
+    assert stable["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in volatile
+    entries = context_entries(body)
+    types = [e["metadata"]["type"] for e in entries]
+    assert types.index("knowledge") < types.index("task") < types.index("status")
+    assert "MARKER-ROM" not in json.dumps(entries)  # the ROM is in system only
+    task = next(e for e in entries if e["id"] == "task:t1")
+    assert "Say something about bees." in task["content"]
+    assert set(task) == {"id", "content", "confidence", "priority", "metadata"}
+
+
+def test_tool_use_is_executed_and_its_result_sent_back(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        run_until_idle(hive, provider(api))
+        second = api.message_requests[1].body
+
+    assert "done by the model" in (hive.done_dir / "t1.md").read_text()
+    assistant, results = second["messages"][-2], second["messages"][-1]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"][-1]["type"] == "tool_use"
+    assert results["content"][0]["type"] == "tool_result"
+    assert results["content"][0]["tool_use_id"] == assistant["content"][-1]["id"]
+
+
+def test_429_and_529_are_retried(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.reply_error(429, "rate_limit_error", "slow down")
+        api.reply_error(529, "overloaded_error", "Overloaded")
+        api.responder = task_completer
+        run_until_idle(hive, provider(api, retries=2))
+        statuses = len(api.message_requests)
+
+    assert (hive.done_dir / "t1.md").exists()
+    assert statuses == 4  # 429, 529, then the tool call and the closing turn
+    assert all(r.get("error") is None for r in audit(hive, "worker") if r["event"] == "cycle")
+
+
+def test_persistent_failure_leaves_task_active_and_visible(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.reply_error(529, "overloaded_error", "Overloaded", times=100)
+        daemon = run_until_idle(hive, provider(api, retries=0), backoff=0.01)
+
+    assert daemon.exit_reason == "stalled"
+    assert (hive.active_dir_for("worker") / "t1.md").exists()
+    errors = [r["error"] for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert len(errors) >= 3 and all("529" in e or "verloaded" in e for e in errors)
+    status = json.loads(hive.status_file.read_text())
+    assert "verloaded" in status["agents"]["worker"]["last_error"]
+    assert KEY not in hive.status_file.read_text()
+    assert KEY not in hive.audit_path("worker").read_text()
+
+
+def test_next_cycle_retries_after_a_failure(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.reply_error(500, "api_error", "boom", times=1)
+        api.responder = task_completer
+        run_until_idle(hive, provider(api, retries=0), backoff=0.01)
+
+    assert (hive.done_dir / "t1.md").exists()
+    cycles = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert cycles[0]["error"] is not None and cycles[-1]["error"] is None
+
+
+def _daemon(hive: Hive, api: FakeAnthropic) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.base_url,
+           "HIVEMIND_HIVE": str(hive.root)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "hivemind", "run", "--until-idle", "--quiet"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+
+
+def test_sigterm_mid_run_then_restart_loses_and_repeats_nothing(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    for i in range(6):
+        write_task(hive, f"t{i}")
+
+    def slow_completer(body: Any) -> Reply:
+        reply = task_completer(body)
+        reply.delay = 0.3
+        return reply
+
+    with FakeAnthropic() as api:
+        api.responder = slow_completer
+        first = _daemon(hive, api)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not list(hive.done_dir.glob("*.md")):
+            time.sleep(0.05)
+        first.send_signal(signal.SIGTERM)
+        out, _ = first.communicate(timeout=30)
+        assert first.returncode == 0, out.decode()
+        done_before = len(list(hive.done_dir.glob("*.md")))
+        assert done_before < 6, "stopped too late to test a restart"
+        second = _daemon(hive, api)
+        out, _ = second.communicate(timeout=60)
+        assert second.returncode == 0, out.decode()
+
+    done = sorted(p.name for p in hive.done_dir.glob("*.md"))
+    assert done == [f"t{i}.md" for i in range(6)]
+    assert not list(hive.tasks_dir.glob("*.md"))
+    assert not list(hive.active_dir.rglob("*.md"))
+    for path in hive.done_dir.glob("*.md"):
+        assert path.read_text().count("## Result") == 1
+
+
+def test_api_key_echoed_by_the_model_is_redacted_in_audit_and_status(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+
+    def leaky(body: Any) -> Reply:
+        reply = task_completer(body)
+        for block in reply.body["content"]:
+            if block["type"] == "tool_use":
+                block["input"]["result"] = f"the key is {KEY}"
+        return reply
+
+    with FakeAnthropic() as api:
+        api.responder = leaky
+        daemon = Daemon(hive, fast_config(hive), provider(api),
+                        RunOptions(until_idle=True, idle_settle=0.2), secrets=(KEY,))
+        asyncio.run(daemon.run())
+
+    assert (hive.done_dir / "t1.md").exists()
+    audit_text = hive.audit_path("worker").read_text()
+    assert "the key is [redacted]" in audit_text
+    for path in [hive.status_file, hive.audit_path("worker")]:
+        assert KEY not in Path(path).read_text()

@@ -1,0 +1,212 @@
+"""The daemon end to end with the offline provider, on real temporary hives."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.daemon.lock import HiveLock
+from hivemind.errors import HiveLockedError
+from hivemind.hive.layout import Hive
+from hivemind.hive.mailbox import Mailbox, PostOffice
+from tests.helpers import CountingProvider, fast_config, run_until_idle, write_agent, write_task
+
+
+def audit_records(hive: Hive, agent: str) -> list[dict[str, object]]:
+    path = hive.audit_path(agent)
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_dropped_task_ends_in_done_with_its_result(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1", "Write a haiku about folders.")
+
+    daemon = run_until_idle(hive)
+
+    assert daemon.exit_reason == "idle"
+    done = hive.done_dir / "t1.md"
+    assert done.is_file()
+    text = done.read_text()
+    assert "## Result" in text and "offline" in text
+    assert (hive.workspace_dir / "t1.md").is_file()
+    assert "offline provider" in (hive.workspace_dir / "t1.md").read_text()
+    assert not list(hive.tasks_dir.glob("*.md"))
+    assert daemon.totals.tasks_done == 1
+
+
+def test_task_acknowledgement_reaches_reply_to_mailbox(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1", front="reply_to: human\n")
+
+    run_until_idle(hive)
+
+    subjects = [m.message.subject for m in Mailbox(hive, "human").unread()]
+    assert any(s.startswith("[offline] Ack") for s in subjects)
+    for item in Mailbox(hive, "human").unread():
+        assert item.message.from_ == "worker"
+
+
+def test_mail_to_an_agent_is_answered_once_and_moved_to_cur(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    PostOffice(hive).send("human", "worker", "Question", "Are you there?")
+
+    provider = CountingProvider()
+    run_until_idle(hive, provider)
+
+    replies = Mailbox(hive, "human").unread()
+    assert [r.message.subject for r in replies] == ["[offline] Re: Question"]
+    assert Mailbox(hive, "worker").unread() == []
+    assert len(list((hive.mailbox_dir("worker") / "cur").iterdir())) == 1
+
+
+def test_audit_record_of_a_cycle_is_complete(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+
+    run_until_idle(hive)
+
+    records = audit_records(hive, "worker")
+    starts = [r for r in records if r["event"] == "cycle_start"]
+    cycles = [r for r in records if r["event"] == "cycle"]
+    assert len(starts) == len(cycles) >= 1
+    first = cycles[0]
+    for key in ("kept", "dropped", "usage", "tool_calls", "duration_ms", "tasks", "error"):
+        assert key in first, key
+    assert first["tasks"] == ["t1"]
+    names = [c["name"] for c in first["tool_calls"]]  # type: ignore[index]
+    assert names == ["send_message", "write_file", "complete_task"]
+    assert any(k["id"] == "task:t1" for k in first["kept"])  # type: ignore[index]
+
+
+def test_idle_hive_makes_no_model_call_over_many_heartbeats(hive: Hive) -> None:
+    write_agent(hive, "worker", front="heartbeat: 0.02\n")
+    provider = CountingProvider()
+    daemon = Daemon(hive, fast_config(hive), provider, RunOptions())
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        await asyncio.sleep(1.0)  # about 50 heartbeats
+        daemon.stop("test")
+        await task
+
+    asyncio.run(main())
+    assert provider.requests == []
+
+
+def test_heartbeat_after_work_costs_nothing(hive: Hive) -> None:
+    write_agent(hive, "worker", front="heartbeat: 0.02\n")
+    write_task(hive, "t1")
+    provider = CountingProvider()
+    daemon = Daemon(hive, fast_config(hive), provider, RunOptions())
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if (hive.done_dir / "t1.md").exists():
+                break
+        calls_after_work = len(provider.requests)
+        await asyncio.sleep(0.6)
+        daemon.stop("test")
+        await task
+        assert len(provider.requests) == calls_after_work
+
+    asyncio.run(main())
+    assert (hive.done_dir / "t1.md").exists()
+
+
+def test_delegated_tasks_wait_for_their_dependencies(hive: Hive) -> None:
+    write_agent(hive, "a")
+    write_agent(hive, "b")
+    write_task(hive, "second", front="depends_on: [first]\nassignee: b\n")
+    write_task(hive, "first", front="assignee: a\n")
+
+    run_until_idle(hive)
+
+    first = (hive.done_dir / "first.md").stat().st_mtime_ns
+    second = (hive.done_dir / "second.md").stat().st_mtime_ns
+    assert first <= second
+
+
+def test_unmet_dependency_stops_until_idle_as_stalled(hive: Hive) -> None:
+    write_agent(hive, "a")
+    write_task(hive, "orphan", front="depends_on: [never]\n")
+
+    daemon = run_until_idle(hive)
+
+    assert daemon.exit_reason == "stalled"
+    assert (hive.tasks_dir / "orphan.md").exists()
+    assert any(tid == "orphan" for tid, _ in daemon.waiting)
+
+
+def test_second_daemon_refuses_with_the_first_ones_pid(hive: Hive) -> None:
+    import os
+
+    with HiveLock(hive), pytest.raises(HiveLockedError, match=f"pid {os.getpid()}"):
+        HiveLock(hive).acquire()
+
+
+def test_restart_resumes_active_tasks(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    # As if a killed daemon had claimed it: the file sits in active/worker/.
+    target = hive.active_dir_for("worker")
+    target.mkdir(parents=True, exist_ok=True)
+    (hive.tasks_dir / "t1.md").rename(target / "t1.md")
+
+    run_until_idle(hive)
+
+    assert (hive.done_dir / "t1.md").is_file()
+
+
+def test_interrupted_cycle_is_marked_in_the_audit_log(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    hive.audit_dir.mkdir(parents=True, exist_ok=True)
+    hive.audit_path("worker").write_text(
+        json.dumps({"event": "cycle_start", "at": "2026-01-01T00:00:00+00:00", "cycle": 7,
+                    "tasks": ["t9"], "mail": []}) + "\n"
+    )
+    write_task(hive, "t1")
+
+    run_until_idle(hive)
+
+    records = audit_records(hive, "worker")
+    interrupted = [r for r in records if r["event"] == "interrupted"]
+    assert [r["cycle"] for r in interrupted] == [7]
+    assert any(r["event"] == "cycle" and r["cycle"] == 8 for r in records)
+
+
+def test_status_json_is_written(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+
+    run_until_idle(hive)
+
+    status = json.loads(hive.status_file.read_text())
+    assert status["running"] is False
+    assert status["provider"] == "offline"
+    assert status["totals"]["tasks_done"] == 1
+    assert "worker" in status["agents"]
+
+
+def test_agent_added_while_running_gets_work(hive: Hive) -> None:
+    write_agent(hive, "first")
+    daemon = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        await asyncio.sleep(0.3)
+        write_agent(hive, "late")
+        write_task(hive, "for-late", front="assignee: late\n")
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if (hive.done_dir / "for-late.md").exists():
+                break
+        daemon.stop("test")
+        await task
+
+    asyncio.run(main())
+    assert (hive.done_dir / "for-late.md").exists()

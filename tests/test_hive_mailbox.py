@@ -1,0 +1,199 @@
+"""Maildir delivery: atomic, never lost, never duplicated; the post office's addressing."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from hivemind.errors import UnknownAgentError
+from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.mailbox import Mailbox, PostOffice, new_message_id
+from hivemind.hive.models import Message
+
+
+def add_agents(hive: Hive, *names: str) -> None:
+    for name in names:
+        hive.agent_dir(name).mkdir(parents=True, exist_ok=True)
+        hive.rom_path(name).write_text(f"# {name}\n")
+
+
+def message(to: str = "bob", body: str = "hello\n", **fields: object) -> Message:
+    return Message(id=new_message_id(), from_="alice", to=to, subject="hi", body=body, **fields)
+
+
+def test_deliver_writes_new_and_leaves_tmp_empty(hive: Hive) -> None:
+    box = Mailbox(hive, "bob")
+    m = message()
+    path = box.deliver(m)
+    assert path == box.new_dir / f"{m.id}.md"
+    assert os.listdir(box.tmp_dir) == []
+    [item] = box.unread()
+    assert (item.message.id, item.message.from_, item.message.body) == (m.id, "alice", "hello\n")
+    assert item.read is False and item.path == path
+
+
+def test_mark_read_moves_to_cur_and_is_idempotent(hive: Hive) -> None:
+    box = Mailbox(hive, "bob")
+    box.deliver(message())
+    [item] = box.unread()
+    first = box.mark_read(item)
+    assert first.parent == box.cur_dir
+    assert box.mark_read(item) == first
+    assert box.unread() == []
+    [seen] = box.read_items(10)
+    assert seen.read is True and seen.path == first
+
+
+def test_duplicate_message_id_is_delivered_once(hive: Hive) -> None:
+    box = Mailbox(hive, "bob")
+    m = message()
+    assert box.deliver(m) is not None
+    assert box.deliver(m) is None
+    box.mark_read(box.unread()[0])
+    assert box.deliver(m) is None  # already read: still not again
+    assert len(os.listdir(box.new_dir)) + len(os.listdir(box.cur_dir)) == 1
+    assert os.listdir(box.tmp_dir) == []
+
+
+def test_unread_is_oldest_first(hive: Hive) -> None:
+    box = Mailbox(hive, "bob")
+    ids = [box.deliver(message(body=f"{i}\n")) for i in range(5)]
+    assert [i.path for i in box.unread()] == ids
+
+
+def test_file_without_front_matter_is_a_raw_message(hive: Hive) -> None:
+    box = Mailbox(hive, "bob").ensure()
+    (box.new_dir / "note.md").write_text("Call me back.\n")
+    [item] = box.unread()
+    assert (item.message.id, item.message.from_, item.message.to) == ("note", "unknown", "bob")
+    assert item.message.body == "Call me back.\n"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(b"---\nfrom: [broken\n---\nstill here\n", id="bad-yaml"),
+        pytest.param(b"caf\xe9 latin-1 text\n", id="not-utf8"),
+        pytest.param(b"---\nsent_at: yesterday\n---\nwhen?\n", id="wrong-type"),
+    ],
+)
+def test_unparsable_message_is_kept_as_raw_text_never_lost(hive: Hive, content: bytes) -> None:
+    box = Mailbox(hive, "bob").ensure()
+    (box.new_dir / "odd.md").write_bytes(content)
+    [item] = box.unread()
+    assert item.message.from_ == "unknown"
+    assert item.message.body == content.decode("utf-8", errors="replace")
+    assert item.message.extra["error"]
+    assert (box.new_dir / "odd.md").read_bytes() == content
+
+
+def _stage_then_die(root: str) -> None:
+    box = Mailbox(Hive(root), "bob")
+    box.stage(Message(id="m-killed", from_="alice", to="bob", body="x" * 100_000))
+    os.kill(os.getpid(), signal.SIGKILL)  # between the write and the rename
+
+
+def test_a_sender_killed_before_the_rename_leaves_nothing_visible(hive: Hive) -> None:
+    proc = mp.get_context("fork").Process(target=_stage_then_die, args=(str(hive.root),))
+    proc.start()
+    proc.join(timeout=20)
+    assert proc.exitcode == -signal.SIGKILL
+    box = Mailbox(hive, "bob")
+    assert len(os.listdir(box.tmp_dir)) == 1  # the half-delivered file stayed in tmp/
+    assert box.unread() == []
+    again = Message(id="m-killed", from_="alice", to="bob", body="second try\n")
+    assert box.deliver(again) is not None
+    [item] = box.unread()
+    assert item.message.body == "second try\n"
+
+
+def test_people_writing_into_new_directly_are_read_once_settled(hive: Hive) -> None:
+    box = Mailbox(hive, "bob", settle_time=0.2).ensure()
+    (box.new_dir / "typing.md").write_text("half a thou")
+    assert box.unread() == []
+    time.sleep(0.25)
+    assert [i.message.id for i in box.unread()] == ["typing"]
+
+
+def test_deliver_many_delivers_each_once(hive: Hive) -> None:
+    box = Mailbox(hive, "bob")
+    batch = [message(body=f"{i}\n") for i in range(20)]
+    paths = box.deliver_many([*batch, batch[0]])
+    assert all(p is not None for p in paths[:20]) and paths[20] is None
+    assert len(box.unread()) == 20
+
+
+def test_send_sets_from_sent_at_and_id(hive: Hive) -> None:
+    add_agents(hive, "alice", "bob")
+    [path] = PostOffice(hive).send("alice", "bob", "Status", "All good.\n", thread="t1", task="x")
+    [item] = Mailbox(hive, "bob").unread()
+    m = item.message
+    assert item.path == path
+    assert (m.from_, m.to, m.subject, m.thread, m.task) == ("alice", "bob", "Status", "t1", "x")
+    assert m.sent_at is not None and m.id == path.stem
+
+
+def test_broadcast_reaches_every_agent_and_the_human_but_not_the_sender(hive: Hive) -> None:
+    add_agents(hive, "alice", "bob", "carol")
+    paths = PostOffice(hive).send("alice", "*", "All hands", "Meeting.\n")
+    assert sorted(p.parent.parent.name for p in paths) == ["bob", "carol", HUMAN]
+    assert len({p.name for p in paths}) == 1  # one message id, one copy per mailbox
+    assert Mailbox(hive, "alice").unread() == []
+    [item] = Mailbox(hive, HUMAN).unread()
+    assert item.message.subject == "All hands"
+
+
+def test_a_list_of_recipients_gets_one_copy_each(hive: Hive) -> None:
+    add_agents(hive, "alice", "bob")
+    paths = PostOffice(hive).send("alice", ["bob", HUMAN, "bob"], "Hi", "x")
+    assert sorted(p.parent.parent.name for p in paths) == ["bob", HUMAN]
+    for name in ("bob", HUMAN):
+        box = Mailbox(hive, name)
+        assert {d.name for d in box.dir.iterdir()} == {"tmp", "new", "cur"}
+
+
+def test_unknown_recipient_is_refused_listing_the_agents(hive: Hive) -> None:
+    add_agents(hive, "alice", "bob")
+    with pytest.raises(UnknownAgentError, match=r"'zed' \(agents: alice, bob; or human"):
+        PostOffice(hive).send("alice", ["bob", "zed"], "Hi", "x")
+    assert not Mailbox(hive, "bob").new_dir.exists()  # nothing sent when one name is wrong
+
+
+def _ids(n: int, out: mp.Queue[list[str]]) -> None:
+    out.put([new_message_id() for _ in range(n)])
+
+
+def test_message_ids_are_unique_across_processes_and_sort_by_time() -> None:
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_ids, args=(2000, out)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    batches = [out.get(timeout=30) for _ in procs]
+    for p in procs:
+        p.join()
+    every = [i for batch in batches for i in batch]
+    assert len(set(every)) == len(every)
+    for batch in batches:
+        assert batch == sorted(batch)  # a sender's ids sort in the order it made them
+    first, later = new_message_id(), (time.sleep(0.002), new_message_id())[1]
+    assert first < later
+    assert first[:8].isdigit() and "T" in first and first.index("Z") == 22
+
+
+def test_mailbox_name_must_be_a_plain_folder_name(hive: Hive) -> None:
+    with pytest.raises(Exception, match="mailbox name"):
+        Mailbox(hive, "../escape")
+
+
+def test_a_symlink_in_new_is_not_read(hive: Hive, tmp_path: Path) -> None:
+    box = Mailbox(hive, "bob").ensure()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password")
+    (box.new_dir / "link.md").symlink_to(secret)
+    assert box.unread() == []

@@ -1,0 +1,127 @@
+"""ROM registry (last good config) and the knowledge index (stat-based refresh)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from hivemind.errors import ConfigError, UnknownAgentError
+from hivemind.hive.knowledge import KnowledgeIndex
+from hivemind.hive.layout import Hive
+from hivemind.hive.models import AgentSettings
+from hivemind.hive.rom import RomRegistry
+from hivemind.memory.blocks import Priority
+
+
+def write_rom(hive: Hive, name: str, text: str) -> Path:
+    path = hive.rom_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    # A distinct mtime per edit, as an editor a moment later would give.
+    stamp = time.time() - 10 + len(text) / 1000
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+GOOD = "---\nrole: Writer\nmax_context_tokens: 20000\n---\nWrite well.\n"
+BAD = "---\nrole: Writer\nskills: [a]\nmax_context_tokens: 500\n---\nWrite well.\n"
+
+
+def test_load_applies_hive_defaults_and_rom_fields(hive: Hive) -> None:
+    write_rom(hive, "ann", GOOD)
+    config = RomRegistry(hive, AgentSettings(max_output_tokens=777)).load("ann")
+    assert (config.name, config.role, config.max_context_tokens) == ("ann", "Writer", 20000)
+    assert config.max_output_tokens == 777
+    assert config.instructions == "Write well."
+
+
+def test_invalid_edit_keeps_the_last_good_config_and_records_the_error(hive: Hive) -> None:
+    roms = RomRegistry(hive, AgentSettings())
+    write_rom(hive, "ann", GOOD)
+    good = roms.load("ann")
+    write_rom(hive, "ann", BAD)
+    assert roms.load("ann") == good
+    assert (
+        roms.error("ann")
+        == "agents/ann/ROM.md: line 4: max_context_tokens must be ≥ 1000 (got 500)"
+    )
+    write_rom(hive, "ann", GOOD.replace("Writer", "Editor"))
+    assert roms.load("ann").role == "Editor"
+    assert roms.error("ann") is None
+
+
+def test_rom_never_valid_raises_config_error(hive: Hive) -> None:
+    write_rom(hive, "ann", BAD)
+    roms = RomRegistry(hive, AgentSettings())
+    with pytest.raises(ConfigError, match="line 4: max_context_tokens"):
+        roms.load("ann")
+    assert roms.configs() == {}
+
+
+def test_unchanged_rom_is_not_read_again(hive: Hive) -> None:
+    path = write_rom(hive, "ann", GOOD)
+    roms = RomRegistry(hive, AgentSettings())
+    first = roms.load("ann")
+    before = path.stat()
+    # Same inode, size and mtime, different bytes: only a re-read could notice.
+    path.write_text(GOOD.replace("Writer", "Wr1ter"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert roms.load("ann") is first
+    os.utime(path)  # now it changed
+    assert roms.load("ann").role == "Wr1ter"
+
+
+def test_missing_rom_is_an_unknown_agent(hive: Hive) -> None:
+    with pytest.raises(UnknownAgentError, match=r"agents/ghost/ROM\.md does not exist"):
+        RomRegistry(hive, AgentSettings()).load("ghost")
+
+
+def test_agents_and_configs_list_valid_agents(hive: Hive) -> None:
+    write_rom(hive, "ann", GOOD)
+    write_rom(hive, "bob", BAD)
+    (hive.agents_dir / "no-rom").mkdir()
+    roms = RomRegistry(hive, AgentSettings())
+    assert roms.agents() == ["ann", "bob"]
+    assert list(roms.configs()) == ["ann"]
+    assert roms.error("bob") is not None
+
+
+# -- knowledge ----------------------------------------------------------------------
+
+
+def test_knowledge_blocks_carry_topic_location_and_priority(hive: Hive) -> None:
+    (hive.knowledge_dir / "style.md").write_text(
+        "---\ntags: [x]\n---\n# House style\n\nBe brief.\n"
+    )
+    (hive.knowledge_dir / "python").mkdir()
+    (hive.knowledge_dir / "python" / "typing.md").write_text("No heading here.\n")
+    (hive.knowledge_dir / ".draft.md").write_text("# Hidden\n")
+    index = KnowledgeIndex(hive)
+    index.refresh()
+    blocks = {b.location: b for b in index.blocks()}
+    assert set(blocks) == {"knowledge/python/typing.md", "knowledge/style.md"}
+    assert blocks["knowledge/style.md"].topic == "House style"
+    assert blocks["knowledge/python/typing.md"].topic == "typing"
+    assert all(b.priority is Priority.MEDIUM for b in blocks.values())
+    assert [b.location for b in index.blocks(["python/**"])] == ["knowledge/python/typing.md"]
+    assert [b.location for b in index.blocks(["knowledge/*.md"])] == ["knowledge/style.md"]
+
+
+def test_refresh_rereads_only_changed_notes(hive: Hive) -> None:
+    note = hive.knowledge_dir / "a.md"
+    note.write_text("# First\n")
+    old = time.time() - 10
+    os.utime(note, (old, old))
+    index = KnowledgeIndex(hive)
+    index.refresh()
+    before = note.stat()
+    note.write_text("# Other\n")  # same size; mtime put back: only a re-read could tell
+    os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert index.refresh() is False
+    assert [b.topic for b in index.blocks()] == ["First"]
+    os.utime(note)
+    assert index.refresh() is True
+    assert [b.topic for b in index.blocks()] == ["Other"]

@@ -1,0 +1,152 @@
+"""HiveWatcher: settled, coalesced events; a rescan that catches what the OS missed."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hivemind.hive.layout import Hive
+from hivemind.hive.mailbox import PostOffice
+from hivemind.hive.models import AgentSettings
+from hivemind.hive.rom import RomRegistry
+from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
+
+Kind = HiveEventKind
+
+# watchdog's benign double-registration race on folders created in a burst (see watcher.py).
+pytestmark = pytest.mark.filterwarnings("ignore:Callback with id .* already exists for watch")
+
+
+def add_agent(hive: Hive, name: str, text: str = "# agent\n") -> Path:
+    hive.agent_dir(name).mkdir(parents=True, exist_ok=True)
+    rom = hive.rom_path(name)
+    rom.write_text(text)
+    return rom
+
+
+async def expect(watcher: HiveWatcher, timeout: float = 3.0) -> HiveEvent:
+    event = await watcher.next(timeout)
+    assert event is not None, "no event arrived"
+    return event
+
+
+async def nothing_more(watcher: HiveWatcher, wait: float = 0.3) -> None:
+    event = await watcher.next(wait)
+    assert event is None, f"unexpected {event}"
+
+
+async def test_dropped_task_gives_one_event(hive: Hive) -> None:
+    async with HiveWatcher(hive, settle_time=0.05) as w:
+        path = hive.tasks_dir / "job.md"
+        path.write_text("# Job\n")
+        assert await expect(w) == HiveEvent(Kind.TASK_DROPPED, path, None)
+        await nothing_more(w)
+
+
+async def test_files_present_at_start_are_not_events(hive: Hive) -> None:
+    (hive.tasks_dir / "old.md").write_text("# Old\n")
+    add_agent(hive, "ann")
+    async with HiveWatcher(hive, settle_time=0.02) as w:
+        await nothing_more(w)
+
+
+async def test_rom_edit_gives_an_event_and_a_new_config(hive: Hive) -> None:
+    rom = add_agent(hive, "ann", "---\nrole: Writer\n---\nWrite.\n")
+    roms = RomRegistry(hive, AgentSettings())
+    assert roms.load("ann").role == "Writer"
+    async with HiveWatcher(hive, settle_time=0.05) as w:
+        rom.write_text("---\nrole: Editor\n---\nEdit.\n")
+        assert await expect(w) == HiveEvent(Kind.ROM_CHANGED, rom, "ann")
+    assert roms.load("ann").role == "Editor"
+
+
+async def test_agents_added_and_removed(hive: Hive) -> None:
+    async with HiveWatcher(hive, settle_time=0.02) as w:
+        rom = add_agent(hive, "bob")
+        assert await expect(w) == HiveEvent(Kind.AGENT_ADDED, rom, "bob")
+        rom.unlink()
+        hive.agent_dir("bob").rmdir()
+        assert await expect(w) == HiveEvent(Kind.AGENT_REMOVED, rom, "bob")
+
+
+async def test_mail_knowledge_and_watched_files(hive: Hive) -> None:
+    add_agent(hive, "ann")
+    add_agent(hive, "bob")
+    (hive.workspace_dir / "src").mkdir()
+    async with HiveWatcher(hive, settle_time=0.02, watch_globs=["workspace/src/*.py"]) as w:
+        await asyncio.to_thread(PostOffice(hive).send, "ann", "bob", "Hi", "hello")
+        event = await expect(w)
+        assert (event.kind, event.agent) == (Kind.MAIL_ARRIVED, "bob")
+        note = hive.knowledge_dir / "style.md"
+        note.write_text("# Style\n")
+        assert await expect(w) == HiveEvent(Kind.KNOWLEDGE_CHANGED, note)
+        code = hive.workspace_dir / "src" / "app.py"
+        code.write_text("print('hi')\n")
+        assert await expect(w) == HiveEvent(Kind.FILE_CHANGED, code)
+        (hive.workspace_dir / "other.py").write_text("x = 1\n")
+        await nothing_more(w)
+
+
+@pytest.mark.parametrize("name", [".job.md.swp", "job.md~", ".#job.md", "job.tmp", "notes.txt"])
+async def test_editor_temp_names_give_no_event(hive: Hive, name: str) -> None:
+    async with HiveWatcher(hive, settle_time=0.02) as w:
+        (hive.tasks_dir / name).write_text("partial")
+        await nothing_more(w)
+
+
+async def test_a_file_still_being_written_is_handed_on_once_stable(hive: Hive) -> None:
+    async with HiveWatcher(hive, settle_time=0.2) as w:
+        path = hive.tasks_dir / "slow.md"
+        with path.open("w") as f:
+            for part in ("---\n", "title: Slow\n", "---\n", "body\n"):
+                f.write(part)
+                f.flush()
+                await asyncio.sleep(0.1)  # shorter than settle_time: still being written
+        finished = time.monotonic()
+        event = await expect(w)
+        assert event.kind is Kind.TASK_DROPPED
+        assert time.monotonic() - finished >= 0.15
+        await nothing_more(w)
+
+
+async def test_an_unchanged_file_reported_again_is_coalesced(hive: Hive) -> None:
+    async with HiveWatcher(hive, settle_time=0.02) as w:
+        path = hive.tasks_dir / "job.md"
+        path.write_text("# Job\n")
+        await expect(w)
+        with path.open("a"):
+            pass  # opened for writing and closed: an OS event, but no change
+        await nothing_more(w)
+
+
+async def test_the_rescan_finds_a_file_whose_os_event_never_came(hive: Hive) -> None:
+    async with HiveWatcher(hive, settle_time=0.02, rescan_interval=0.1, os_events=False) as w:
+        path = hive.tasks_dir / "quiet.md"
+        path.write_text("# Arrived without an event\n")
+        assert await expect(w) == HiveEvent(Kind.TASK_DROPPED, path, None)
+        rom = add_agent(hive, "late")
+        assert await expect(w) == HiveEvent(Kind.AGENT_ADDED, rom, "late")
+
+
+async def test_polling_observer_sees_changes(hive: Hive) -> None:
+    async with HiveWatcher(hive, settle_time=0.02, poll=True, poll_interval=0.1) as w:
+        path = hive.tasks_dir / "polled.md"
+        path.write_text("# Polled\n")
+        assert await expect(w) == HiveEvent(Kind.TASK_DROPPED, path, None)
+
+
+async def test_stops_cleanly_and_cannot_be_reopened(hive: Hive) -> None:
+    before = set(threading.enumerate())
+    watcher = HiveWatcher(hive, settle_time=0.02)
+    async with watcher:
+        (hive.tasks_dir / "a.md").write_text("# A\n")
+        await expect(watcher)
+    leftover = [t for t in set(threading.enumerate()) - before if "hive-fsync" not in t.name]
+    assert not [t for t in leftover if t.is_alive() and "asyncio" not in t.name]
+    with pytest.raises(RuntimeError, match="cannot be reopened"):
+        async with watcher:
+            pass

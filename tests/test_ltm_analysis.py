@@ -1,0 +1,113 @@
+"""Query analysis, the importance heuristic, consolidation picks, and time parsing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from hivemind.ltm.analysis import fts_query, query_terms
+from hivemind.ltm.consolidation import block_importance, memorable
+from hivemind.ltm.importance import HeuristicRater, heuristic_importance, rate_batched
+from hivemind.ltm.jsonl import parse_time
+from hivemind.memory.blocks import HistoryBlock
+
+
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("What did I say my sister's name was?", ["sister", "name"]),
+        ("Where do I live now?", ["live"]),
+        ("who is she?", ["who", "is", "she"]),  # all stop words: keep them rather than nothing
+        ('say "hi" AND NEAR(x) col:y', ["hi", "near", "col"]),
+        ("snake_case and café", ["snake", "case", "café"]),
+        ("in 2023 or 5", ["2023", "5"]),
+        ("", []),
+        ("?!", []),
+    ],
+)
+def test_query_terms(query: str, terms: list[str]) -> None:
+    assert query_terms(query) == terms
+
+
+def test_fts_query_quotes_every_term() -> None:
+    assert fts_query(["a", 'b"c']) == '"a" OR "b""c"'
+
+
+def test_query_terms_are_capped() -> None:
+    assert len(query_terms(" ".join(f"word{i}" for i in range(100)))) == 32
+
+
+@pytest.mark.parametrize(
+    ("higher", "lower"),
+    [
+        ("We decided to never deploy on Fridays after the outage.", "ok thanks!"),
+        ("My sister Anna moved to Denver in 2021.", "That sounds lovely, tell me more."),
+        ("The backup failed: disk full on db-2", "What time is it?"),
+    ],
+)
+def test_heuristic_importance_prefers_facts_and_decisions(higher: str, lower: str) -> None:
+    assert heuristic_importance(higher) > heuristic_importance(lower)
+
+
+def test_heuristic_importance_is_within_zero_and_one() -> None:
+    assert heuristic_importance("") == 0.0
+    text = "critical urgent decided failed password " * 20 + " My Anna 2024"
+    assert 0.0 <= heuristic_importance(text) <= 1.0
+
+
+class WrongLengthRater:
+    async def rate(self, texts: list[str]) -> list[float]:
+        return [0.9]
+
+
+async def test_batched_rating_calls_the_rater_once_per_batch() -> None:
+    calls: list[int] = []
+
+    class Counting(HeuristicRater):
+        async def rate(self, texts):  # type: ignore[no-untyped-def]
+            calls.append(len(texts))
+            return [0.5] * len(texts)
+
+    assert await rate_batched(Counting(), ["a"] * 70, batch_size=32) == [0.5] * 70
+    assert calls == [32, 32, 6]
+
+
+async def test_a_wrong_length_answer_falls_back_to_the_heuristic() -> None:
+    got = await rate_batched(WrongLengthRater(), ["ok", "the build failed"])
+    assert got == [heuristic_importance("ok"), heuristic_importance("the build failed")]
+
+
+def test_block_importance_prefers_metadata() -> None:
+    assert block_importance(HistoryBlock(action="x", metadata={"importance": 0.9})) == 0.9
+    assert block_importance(HistoryBlock(action="x", metadata={"importance": 8})) == 0.8
+    plain = HistoryBlock(action="note", detail="ok")
+    assert block_importance(plain) == heuristic_importance(plain.inline_content())
+
+
+def test_memorable_keeps_order_and_threshold() -> None:
+    blocks = [
+        HistoryBlock(action=f"a{i}", metadata={"importance": imp})
+        for i, imp in enumerate([0.69, 0.7, 0.95, 0.1])
+    ]
+    assert [m.content for m in memorable(blocks, 0.7)] == ["a1", "a2"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-05-01T14:30:00Z", datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
+        ("2024-05-01T16:30:00+02:00", datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
+        ("2024-05-01", datetime(2024, 5, 1, tzinfo=UTC)),
+        ("2023/05/20 (Sat) 02:21", datetime(2023, 5, 20, 2, 21, tzinfo=UTC)),
+        ("1:56 pm on 8 May, 2023", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
+        (1714573800, datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
+    ],
+)
+def test_parse_time(text: str | int, expected: datetime) -> None:
+    assert parse_time(text) == expected
+
+
+def test_parse_time_names_the_bad_value() -> None:
+    with pytest.raises(ValueError, match="'soon' is not an ISO 8601"):
+        parse_time("soon")

@@ -1,0 +1,92 @@
+"""The SQLite backend's own promises: WAL, schema versions and migrations, shared files."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from hivemind.errors import StoreError
+from hivemind.ltm.schema import SCHEMA_VERSION, migrate
+from hivemind.ltm.sqlite import SQLiteBackend
+from hivemind.memory.keys import generate_memory_key
+from tests.test_ltm_backend import rec
+
+
+def old_database(path: Path, version: int) -> None:
+    """A database as an older hivemind left it, with one memory in it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, target=version)
+    when = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
+    conn.execute(
+        "INSERT INTO memories (id, key, content, tier, tags, importance, created_at, "
+        "last_accessed) VALUES (?, ?, ?, 'global', ?, 0.8, ?, ?)",
+        ("old-1", generate_memory_key("the build cache lives on S3"),
+         "the build cache lives on S3", json.dumps(["infra"]), when, when),
+    )  # fmt: skip
+    conn.close()
+
+
+def test_a_new_store_uses_wal_and_the_current_schema(tmp_path: Path) -> None:
+    store = SQLiteBackend(tmp_path / "m.db")
+    store.close()
+    conn = sqlite3.connect(tmp_path / "m.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION), ids=lambda v: f"from-v{v}")
+def test_an_older_schema_is_migrated_with_its_data(tmp_path: Path, version: int) -> None:
+    old_database(tmp_path / "m.db", version)
+    store = SQLiteBackend(tmp_path / "m.db")
+    assert store.migrated_from == version
+    old = store.get("old-1")
+    assert old is not None and old.content == "the build cache lives on S3"
+    assert old.tags == ["infra"] and old.status.value == "active" and old.goal_values == {}
+    assert [r.id for r, _ in store.search(["cache"])] == ["old-1"]
+    assert [r.id for r, _ in store.search(["infra"])] == ["old-1"]  # tags searchable since v3
+    store.add(rec("new-1", "another cache note"))
+    assert {r.id for r, _ in store.search(["cache"])} == {"old-1", "new-1"}
+    store.close()
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "m.db")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(StoreError, match="newer than this hivemind"):
+        SQLiteBackend(tmp_path / "m.db")
+
+
+def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+    (tmp_path / "m.db").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match=r"m\.db"):
+        SQLiteBackend(tmp_path / "m.db")
+
+
+def test_two_stores_on_one_file_see_each_others_writes(tmp_path: Path) -> None:
+    a = SQLiteBackend(tmp_path / "m.db")
+    b = SQLiteBackend(tmp_path / "m.db")
+    seen = b.version()
+    a.add(rec("1", "written by the daemon"))
+    assert b.version() != seen
+    assert [r.id for r, _ in b.search(["daemon"])] == ["1"]
+    a.close()
+    b.close()
+
+
+def test_editing_text_in_place_keeps_the_index_in_sync(tmp_path: Path) -> None:
+    store = SQLiteBackend(tmp_path / "m.db")
+    store.add(rec("1", "original words"))
+    store.close()
+    conn = sqlite3.connect(tmp_path / "m.db")
+    conn.execute("UPDATE memories SET content = 'edited words' WHERE id = '1'")
+    conn.commit()
+    conn.close()
+    store = SQLiteBackend(tmp_path / "m.db")
+    assert store.search(["original"]) == []
+    assert [r.id for r, _ in store.search(["edited"])] == ["1"]
+    store.close()
