@@ -37,6 +37,8 @@ from hivemind.llm.pricing import estimate_cost
 from hivemind.memory.blocks import BlockType, HistoryBlock, Priority
 from hivemind.memory.builder import BuiltContext
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.memory.relevance import RelevanceScorer
+from hivemind.memory.selector import MemorySelector, Selection
 from hivemind.tools.base import ToolContext, canonical_call
 
 SUMMARY_CHARS = 300
@@ -73,6 +75,23 @@ def _short(value: Any, limit: int = SUMMARY_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+@dataclass
+class ContextView:
+    """What the model would be sent: the selection, the built context, the system prompt."""
+
+    selection: Selection
+    built: BuiltContext
+    context: BuiltContext
+    system: str
+    budget: int
+
+    def dropped_rows(self) -> list[dict[str, Any]]:
+        return [
+            {"id": d.block.id, "reason": d.reason, "tokens": d.tokens}
+            for d in [*self.selection.dropped, *self.built.dropped]
+        ]
+
+
 class Agent:
     """One agent of the hive; the daemon runs `cycle()` when something concerns it."""
 
@@ -81,16 +100,27 @@ class Agent:
         self.s = services
         self.mailbox = Mailbox(services.hive, name)
         self.working = WorkingMemoryManager()
+        # One scorer and selector per agent: their caches stay warm between its cycles.
+        self.scorer = RelevanceScorer()
+        self.selector = MemorySelector(
+            services.loader, services.counter, self.scorer, services.compressor.max_block_tokens
+        )
         self.audit = AuditLog(services.hive.audit_path(name), secrets=services.secrets)
-        self.interrupted = self.audit.mark_interrupted()
-        self.cycle_no = self.audit.last_cycle
-        spent, per_task = self.audit.usage_since(start_of_day())
-        self.budget = BudgetTracker(spent_today=spent, per_task=per_task)
+        self.cycle_no = 0
+        self.budget = BudgetTracker()
         self.seen: set[str] = set()
         self.loops: dict[str, Counter[str]] = {}
         self.config_error: str | None = None
         self.last_error: str | None = None
         self._last_stable: str | None = None
+
+    def recover(self) -> list[int]:
+        """On daemon start: mark interrupted cycles, restore counters and budgets."""
+        interrupted = self.audit.mark_interrupted()
+        self.cycle_no = self.audit.last_cycle
+        spent, per_task = self.audit.usage_since(start_of_day())
+        self.budget = BudgetTracker(spent_today=spent, per_task=per_task)
+        return interrupted
 
     # -- configuration -------------------------------------------------------
     def config(self) -> AgentConfig | None:
@@ -160,7 +190,9 @@ class Agent:
         report.ran = True
         task_ids = list(p.active)
         mail_ids = [m.message.id for m in p.unread]
-        built, dropped, system = await self._context(cfg, p)
+        view = await self.view(cfg, p)
+        built, system = view.context, view.system
+        dropped = view.dropped_rows()
         request = ModelRequest(
             agent=self.name,
             model=cfg.model,
@@ -221,27 +253,32 @@ class Agent:
         self.last_error = report.error
         self.s.janitor.sweep(self.working)
 
-    async def _context(
-        self, cfg: AgentConfig, p: Perception
-    ) -> tuple[BuiltContext, list[dict[str, Any]], str]:
-        """Select and build; the ROM entry becomes the system prompt."""
+    def budget_for(self, cfg: AgentConfig) -> int:
+        """Context tokens: max_context_tokens less the output reserve and the tool definitions."""
+        reserved = cfg.max_output_tokens + self.s.fixed_tokens(cfg)
+        return max(1_000, cfg.max_context_tokens - reserved)
+
+    async def view(
+        self, cfg: AgentConfig, p: Perception, budget: int | None = None
+    ) -> ContextView:
+        """Select and build as the cycle does; the ROM entry becomes the system prompt."""
         focus = " ".join(
             [r.task.title + " " + r.task.body[:500] for r in p.active.values()]
             + [m.message.subject for m in p.unread]
         )
-        self.s.scorer.set_task(focus)
-        reserved = cfg.max_output_tokens + self.s.fixed_tokens(cfg)
-        budget = max(1_000, cfg.max_context_tokens - reserved)
-        selection = self.s.selector.select(self.working.blocks(), budget)
+        self.scorer.set_task(focus)
+        budget = budget or self.budget_for(cfg)
+        selection = self.selector.select(self.working.blocks(), budget)
         built = await self.s.builder.build(selection, budget)
         rom = [e for e in built.entries if e["metadata"].get("type") == BlockType.ROM.value]
-        rest = built.without_types({BlockType.ROM.value})
-        dropped = [
-            {"id": d.block.id, "reason": d.reason, "tokens": d.tokens}
-            for d in [*selection.dropped, *built.dropped]
-        ]
         rom_text = rom[0]["content"] if rom else cfg.instructions
-        return rest, dropped, system_prompt(self.name, rom_text)
+        return ContextView(
+            selection=selection,
+            built=built,
+            context=built.without_types({BlockType.ROM.value}),
+            system=system_prompt(self.name, rom_text),
+            budget=budget,
+        )
 
     async def _call(
         self, request: ModelRequest, report: CycleReport, task_ids: list[str]

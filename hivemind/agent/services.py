@@ -21,8 +21,6 @@ from hivemind.memory.builder import ContextBuilder
 from hivemind.memory.compressor import MemoryCompressor
 from hivemind.memory.janitor import MemoryJanitor
 from hivemind.memory.loader import ContentLoader
-from hivemind.memory.relevance import RelevanceScorer
-from hivemind.memory.selector import MemorySelector
 from hivemind.memory.tokens import TokenCounter
 from hivemind.tools import default_registry
 from hivemind.tools.base import ToolRegistry
@@ -49,9 +47,8 @@ class HiveServices:
     tools: ToolRegistry
     counter: TokenCounter
     loader: ContentLoader
-    selector: MemorySelector
+    compressor: MemoryCompressor
     builder: ContextBuilder
-    scorer: RelevanceScorer
     janitor: MemoryJanitor
     model_slots: asyncio.Semaphore
     ltm: LongTermMemory | None = None
@@ -70,7 +67,7 @@ class HiveServices:
         cfg = config or load_hive_config(hive)
         counter = TokenCounter()
         loader = ContentLoader(hive.root, counter)
-        scorer = RelevanceScorer()
+        compressor = MemoryCompressor(counter=counter)
         return cls(
             hive=hive,
             config=cfg,
@@ -82,13 +79,18 @@ class HiveServices:
             tools=default_registry(),
             counter=counter,
             loader=loader,
-            selector=MemorySelector(loader, counter, scorer),
-            builder=ContextBuilder(loader, counter, MemoryCompressor()),
-            scorer=scorer,
+            compressor=compressor,
+            builder=ContextBuilder(loader, counter, compressor),
             janitor=MemoryJanitor(),
             model_slots=asyncio.Semaphore(cfg.daemon.max_concurrent_calls),
             secrets=secrets,
         )
+
+    def board_figures(self) -> dict[str, Any]:
+        """Hive figures for an agent's STATUS block: tasks per state, the agents."""
+        counts = self.board.counts()
+        return {"tasks": {k.value: v for k, v in counts.items()},
+                "agents": self.hive.agent_names()}
 
     def fixed_tokens(self, cfg: AgentConfig) -> int:
         """Tokens of what every request carries besides the context: preamble + tools."""

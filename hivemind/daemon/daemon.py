@@ -112,9 +112,7 @@ class Daemon:
         at, figures = self._figures_cache
         now = time.monotonic()
         if now - at > 0.5:
-            counts = self.services.board.counts()
-            figures = {"tasks": {k.value: v for k, v in counts.items()},
-                       "agents": sorted(self.runners)}
+            figures = self.services.board_figures()
             self._figures_cache = (now, figures)
         return figures
 
@@ -171,7 +169,9 @@ class Daemon:
         return out
 
     def _start_agent(self, tg: asyncio.TaskGroup, name: str) -> None:
-        runner = AgentRunner(agent=Agent(name, self.services))
+        agent = Agent(name, self.services)
+        agent.recover()
+        runner = AgentRunner(agent=agent)
         self.runners[name] = runner
         runner.wake.set()
         runner.task = tg.create_task(self._agent_loop(runner))

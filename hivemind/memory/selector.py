@@ -160,7 +160,7 @@ class _Layout:
     """What depends only on one list of block versions; reused while the list is the same."""
 
     __slots__ = ("blocks", "by_ts", "dicts", "facts", "ids", "keys", "live", "min_expiry", "ns",
-                 "ns_version", "paths", "ranked", "ranked_at", "segments", "stat_at",
+                 "ns_version", "outcome", "paths", "ranked", "ranked_at", "segments", "stat_at",
                  "timestamps", "tokens", "weights")
 
     def __init__(self, blocks: list[AnyBlock], facts: list[_Facts], live: list[_Facts]) -> None:
@@ -189,8 +189,12 @@ class _Layout:
             self.by_ts.append(members)
         self.ranked: list[list[int]] = list(self.by_ts)  # the last ranking, per tier
         self.ranked_at = (-1, math.inf)  # (scorer generation, time) of that ranking
-        # (tier, reason tail) -> [indices as ranked, indices in input order, records] of a
-        # run of drops between two keeps
+        # ((budget, ns_version), kept after CRITICAL, tier drops, total) of the last fill
+        self.outcome: tuple[tuple[int, int], list[AnyBlock], list[Dropped], int] = (
+            (-1, -1), [], [], 0
+        )
+        # (tier, reason tail) -> [indices as ranked, the same as a set, records in input
+        # order] of a run of drops between two keeps
         self.segments: dict[tuple[int, str], list[Any]] = {}
 
 
@@ -279,12 +283,24 @@ class MemorySelector:
         # or the clock went back: then scores may tie that did not before.
         fresh = lay.ranked_at[0] != self.scorer.generation or lay.ranked_at[1] > now_s
         lay.ranked_at = (self.scorer.generation, now_s)
+        ranking = [
+            sorted(lay.by_ts[t] if fresh else lay.ranked[t], key=neg_scores.__getitem__)
+            for t in range(4)
+        ]
+        # Same order, same sizes, same budget: the greedy fill would decide the same.
+        outcome = (budget, lay.ns_version)
+        if not fresh and lay.outcome[0] == outcome and ranking == lay.ranked:
+            sel.kept[len(critical):] = lay.outcome[1]
+            sel.dropped.extend(lay.outcome[2])
+            sel.used = lay.outcome[3]
+            return sel
+        lay.ranked = ranking
+        first_kept, first_dropped = len(sel.kept), len(sel.dropped)
         for tier, (priority, percent) in enumerate(TIER_LIMITS.items(), start=1):
-            ranked = lay.ranked[tier] = sorted(
-                lay.by_ts[tier] if fresh else lay.ranked[tier], key=neg_scores.__getitem__
-            )
-            used = _fill(ranked, lay, tier, priority=priority, percent=percent, used=used, sel=sel)
+            used = _fill(ranking[tier], lay, tier, priority=priority, percent=percent,
+                         used=used, sel=sel)
         sel.used = used
+        lay.outcome = (outcome, sel.kept[first_kept:], sel.dropped[first_dropped:], used)
         return sel
 
     def _layout(self, blocks: list[AnyBlock], now_s: float, sel: Selection) -> _Layout:
@@ -411,12 +427,11 @@ def _fill(
             memo = lay.segments.get((tier, tail))
             # Scores drift with the clock and may swap two neighbours, but the same set
             # of blocks dropped at the same total is the same run (listed in input order).
-            if memo is None or (memo[0] != run and memo[1] != sorted(run)):
+            if memo is None or (memo[0] != run and memo[1] != set(run)):
                 if len(lay.segments) > 4096:  # totals that no longer occur
                     lay.segments.clear()
-                in_order = sorted(run)
                 memo = lay.segments[(tier, tail)] = [
-                    run, in_order, [_drop(live[i], ns[i], head, tail) for i in in_order]
+                    run, set(run), [_drop(live[i], ns[i], head, tail) for i in sorted(run)]
                 ]
             memo[0] = run
             dropped.extend(memo[2])
