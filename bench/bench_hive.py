@@ -6,6 +6,9 @@ deliveries per second (tmp/ + fsync + link into new/), one writer, with a
 directory fsync each, and several writers. Latency: from a task file's creation
 to its HiveEvent on the asyncio queue (settle time included), inotify and polling.
 
+This VM's disk pace swings several-fold with other load, so every row is shown
+beside the pace of bare write(+fsync)+rename syscalls measured just before it.
+
     python bench/bench_hive.py            # 2 000 tasks/messages, 200 latency samples
     python bench/bench_hive.py --quick    # 500 tasks/messages, 60 latency samples
 """
@@ -32,6 +35,7 @@ from rich.table import Table
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice, new_message_id
 from hivemind.hive.models import Message, Task
+from hivemind.hive.statcache import RACY_MARGIN
 from hivemind.hive.tasks import TaskBoard
 from hivemind.hive.watcher import HiveWatcher
 
@@ -51,6 +55,8 @@ def drop_tasks(hive: Hive, n: int) -> None:
     board = TaskBoard(hive, settle_time=0, fsync=False)  # setup, not measured
     for i in range(n):
         board.create(Task(id=f"t{i:05d}", title=f"Task {i}", body=f"# Task {i}\n\nDo {i}.\n"))
+    # Tasks reach a claim settled; a file younger than this is re-read ("racy" stat cache).
+    time.sleep(RACY_MARGIN)
 
 
 # -- claims ----------------------------------------------------------------------

@@ -151,9 +151,7 @@ def test_status_tables_and_json(cli: typer.Typer, hive_dir: Path) -> None:
     assert {a["name"]: a["ok"] for a in data["agents"]} == {"assistant": True, "broken": False}
 
 
-@pytest.mark.parametrize(
-    "command", [["init"], ["task", "add"], ["send"], ["status"]], ids=" ".join
-)
+@pytest.mark.parametrize("command", [["init"], ["task", "add"], ["send"], ["status"]], ids=" ".join)
 def test_every_command_explains_itself(cli: typer.Typer, command: list[str]) -> None:
     text = run(cli, *command, "--help").output
     assert "--hive" in text and "Usage" in text

@@ -18,6 +18,7 @@ from hivemind.agent.audit import AuditLog
 from hivemind.agent.budget import BudgetTracker, start_of_day
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prompt import system_prompt
+from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.services import HiveServices
 from hivemind.errors import ConfigError, ModelError
 from hivemind.hive.layout import HUMAN
@@ -34,12 +35,14 @@ from hivemind.llm.base import (
     Usage,
 )
 from hivemind.llm.pricing import estimate_cost
-from hivemind.memory.blocks import BlockType, HistoryBlock, Priority
+from hivemind.ltm.records import recall_audit
+from hivemind.memory.blocks import BlockType, ContextBlock, HistoryBlock, Priority
 from hivemind.memory.builder import BuiltContext
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.memory.relevance import RelevanceScorer
 from hivemind.memory.selector import MemorySelector, Selection
 from hivemind.tools.base import ToolContext, canonical_call
+from hivemind.tools.memory import end_task_memory
 
 SUMMARY_CHARS = 300
 
@@ -84,6 +87,7 @@ class ContextView:
     context: BuiltContext
     system: str
     budget: int
+    recalled: dict[str, Any] | None = None
 
     def dropped_rows(self) -> list[dict[str, Any]]:
         return [
@@ -213,6 +217,8 @@ class Agent:
             working=self.working, active_tasks=dict(p.active), ltm=self.s.ltm,
             on_mail=self.s.mail_sent, on_task_change=self.s.task_changed,
         )
+        if view.recalled is not None:
+            ctx.effects.memories.append(view.recalled)
         calls: list[dict[str, Any]] = []
         text = ""
         try:
@@ -252,6 +258,24 @@ class Agent:
                 self.mailbox.mark_read(item)
         self.last_error = report.error
         self.s.janitor.sweep(self.working)
+        if self.s.ltm is not None and ctx.effects.memories and report.error is None:
+            await self._reflect(cfg, p)
+
+    async def _reflect(self, cfg: AgentConfig, p: Perception) -> None:
+        """Reflect when enough importance has gathered (never with the offline provider)."""
+        assert self.s.ltm is not None
+        ref = next(iter(p.active.values()), None)
+        reflector = ProviderReflector(self.s.provider, self.name, cfg.model)
+        try:
+            written = await self.s.ltm.maybe_reflect(
+                self.name, reflector, project=ref.task.project if ref else None
+            )
+        except ModelError as exc:
+            self.audit.append("reflection", cycle=self.cycle_no, error=str(exc))
+            return
+        if written:
+            self.audit.append("reflection", cycle=self.cycle_no,
+                              written=[{"id": r.id, "content": r.content} for r in written])
 
     def budget_for(self, cfg: AgentConfig) -> int:
         """Context tokens: max_context_tokens less the output reserve and the tool definitions."""
@@ -268,6 +292,7 @@ class Agent:
         )
         self.scorer.set_task(focus)
         budget = budget or self.budget_for(cfg)
+        recalled = self._recall_memories(cfg, p, focus, budget)
         selection = self.selector.select(self.working.blocks(), budget)
         built = await self.s.builder.build(selection, budget)
         rom = [e for e in built.entries if e["metadata"].get("type") == BlockType.ROM.value]
@@ -278,7 +303,34 @@ class Agent:
             context=built.without_types({BlockType.ROM.value}),
             system=system_prompt(self.name, rom_text),
             budget=budget,
+            recalled=recalled,
         )
+
+    def _recall_memories(
+        self, cfg: AgentConfig, p: Perception, focus: str, budget: int
+    ) -> dict[str, Any] | None:
+        """Long-term memories for the work at hand become CONTEXT blocks (memory share)."""
+        for block in self.working.by_type(BlockType.CONTEXT):
+            if isinstance(block, ContextBlock) and block.context_type == "memory":
+                self.working.remove(block.id)
+        ltm = self.s.ltm
+        if ltm is None or not focus.strip():
+            return None
+        ref = next(iter(p.active.values()), None)
+        share = int(budget * self.s.config.memory.share_of_budget)
+        found = ltm.context_for(
+            focus, agent=self.name, project=ref.task.project if ref else None,
+            task_id=ref.task.id if ref else None, max_tokens=share,
+            count_tokens=self.s.counter.count,
+        )
+        for m in found:
+            self.working.add(ContextBlock(
+                id=f"memory:{m.id}", context_type="memory", summary=m.content,
+                related_ids=list(m.record.source_ids), priority=Priority.MEDIUM,
+                confidence=max(0.0, min(1.0, m.score)),
+                metadata={"tier": m.record.tier.value, "score": round(m.score, 4)},
+            ))
+        return {"op": "context", **recall_audit(focus[:200], found)}
 
     async def _call(
         self, request: ModelRequest, report: CycleReport, task_ids: list[str]
@@ -319,8 +371,10 @@ class Agent:
         call = _short(repeated[0], 120)
         reason = f"stopped: the same tool call was repeated {limit} times ({call})"
         for tid in list(ctx.active_tasks):
-            self.s.board.fail(ctx.active_tasks.pop(tid), reason, self.name, final=True)
+            ref = ctx.active_tasks.pop(tid)
+            self.s.board.fail(ref, reason, self.name, final=True)
             ctx.effects.tasks_failed.append(tid)
+            end_task_memory(ctx, ref, success=False)
         self.loops.pop(key, None)
         self.s.task_changed()
         return True

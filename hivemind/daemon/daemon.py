@@ -24,6 +24,7 @@ from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentConfig, HiveConfig
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 from hivemind.llm.base import Provider
+from hivemind.ltm.store import LongTermMemory
 
 BACKOFF_START = 2.0
 BACKOFF_MAX = 300.0
@@ -71,6 +72,7 @@ class Daemon:
         self.services.task_changed = self.request_dispatch
         self.services.mail_sent = self.wake_agents
         self.services.figures = self._figures
+        self.services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval)
         self.dispatcher = Dispatcher(self.services.board)
         self.runners: dict[str, AgentRunner] = {}
         self.totals = RunTotals()
@@ -131,6 +133,8 @@ class Daemon:
                     with contextlib.suppress(NotImplementedError, RuntimeError):
                         loop.remove_signal_handler(sig)
                 await self.services.provider.aclose()
+                if self.services.ltm is not None:
+                    self.services.ltm.close()
                 self.status.write(final=True)
         return self.exit_reason
 

@@ -39,6 +39,7 @@ class Dispatcher:
         load = {name: len(self.board.active(name)) for name in agents}
         done = self.board.done_ids()
         configs = list(agents.values())
+        claims: list[tuple[TaskRef, str]] = []
         for ref in pending:
             missing = [d for d in ref.task.depends_on if d not in done]
             if missing:
@@ -53,10 +54,10 @@ class Dispatcher:
             if load[target] >= self.max_active:
                 result.waiting.append((ref.task.id, f"{target} is busy"))
                 continue
-            if self._claim(ref, target):
-                load[target] += 1
+            load[target] += 1
+            claims.append((ref, target))
+        # One batch: the claimed files' rewrites share their flushes to disk.
+        for (_, target), got in zip(claims, self.board.claim_many(claims), strict=True):
+            if got is not None:
                 result.claimed[target] += 1
         return result
-
-    def _claim(self, ref: TaskRef, agent: str) -> bool:
-        return self.board.claim(ref, agent) is not None

@@ -9,8 +9,11 @@
    clearly relevant one. `gate=0` gives the plain weighted sum.
 
 Why: min-max stretches any spread to 0–1, so over candidates whose dates are
-spread evenly an ungated recency term is as loud as relevance and buries the
-answer (measured in bench/bench_retrieval.py).
+spread evenly an ungated recency term is as loud as relevance. On the generated
+set of bench/bench_retrieval.py (evidence evenly spread in time) the gate keeps
+recall@5/@10 at least at BM25's level even when importance is pure noise, where
+the plain sum falls below it; with the heuristic importance it still lifts
+recall@1 from 0.24 (BM25 alone) to 0.32.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from hivemind.hive.layout import HUMAN
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.tasks import TaskRef
 from hivemind.tools.base import Tool, ToolContext
+from hivemind.tools.memory import end_task_memory
 
 
 class CreateTaskInput(BaseModel):
@@ -74,6 +75,7 @@ async def complete_task(ctx: ToolContext, args: CompleteTaskInput) -> str:
     done = ctx.board.complete(ref, args.result, ctx.agent)
     del ctx.active_tasks[args.task_id]
     ctx.effects.tasks_completed.append(args.task_id)
+    end_task_memory(ctx, ref, success=True)
     _notify(ctx, done, "done", args.result)
     return f"task {args.task_id} is done ({ctx.hive.relative(done.path)})"
 
@@ -83,6 +85,7 @@ async def fail_task(ctx: ToolContext, args: FailTaskInput) -> str:
     after = ctx.board.fail(ref, args.reason, ctx.agent)
     del ctx.active_tasks[args.task_id]
     ctx.effects.tasks_failed.append(args.task_id)
+    end_task_memory(ctx, ref, success=False)
     _notify(ctx, after, "failed", args.reason)
     return f"task {args.task_id} failed; now {after.state.value}"
 

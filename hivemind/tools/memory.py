@@ -1,0 +1,117 @@
+"""Long-term memory tools: remember, recall; and what a task's end does to memory.
+
+Every retrieval (query, ids, scores) and every write or consolidation goes into
+the cycle's effects, and so into its audit record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from hivemind.errors import ToolError
+from hivemind.hive.taskref import TaskRef
+from hivemind.ltm.records import recall_audit
+from hivemind.memory.blocks import BlockType, HistoryBlock
+from hivemind.tools.base import Tool, ToolContext
+
+
+class RememberInput(BaseModel):
+    content: str = Field(min_length=1, max_length=4_000, description="What to remember")
+    importance: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="0 = trivial, 1 = essential (default: judged)"
+    )
+    scope: Literal["task", "project", "global"] = Field(
+        default="project",
+        description="task: until the task ends; project: for this project; global: for all",
+    )
+    preference: bool = Field(
+        default=False, description="A lasting preference (global ones wait for a person's OK)"
+    )
+
+
+class RecallInput(BaseModel):
+    query: str = Field(min_length=1, max_length=1_000)
+    k: int = Field(default=5, ge=1, le=20)
+
+
+def _goal(ref: TaskRef | None) -> str | None:
+    if ref is None or not (ref.task.domain or ref.task.task_type):
+        return None
+    return f"{ref.task.domain or 'general'}/{ref.task.task_type or 'general'}"
+
+
+async def remember(ctx: ToolContext, args: RememberInput) -> str:
+    if ctx.ltm is None:
+        raise ToolError("long-term memory is not available in this hive")
+    ref = ctx.current_task()
+    if args.scope == "task" and ref is None:
+        raise ToolError("scope 'task' needs an active task; use 'project' or 'global'")
+    project = ref.task.project if ref else None
+    if args.scope == "project" and project is None:
+        scope: Literal["task", "project", "global"] = "global"
+    else:
+        scope = args.scope
+    record = await asyncio.to_thread(
+        ctx.ltm.remember, args.content, agent=ctx.agent, scope=scope, project=project,
+        task_id=ref.task.id if ref else None, importance=args.importance,
+        domain=ref.task.domain if ref else None, task_type=ref.task.task_type if ref else None,
+        preference=args.preference,
+    )
+    ctx.effects.memories.append(
+        {"op": "remember", "id": record.id, "tier": record.tier.value,
+         "status": record.status.value, "importance": record.importance}
+    )
+    if record.status.value == "proposed":
+        return f"proposed {record.id}: a person must approve it (hivemind memory approve)"
+    return f"remembered {record.id} ({record.tier.value})"
+
+
+async def recall(ctx: ToolContext, args: RecallInput) -> str:
+    if ctx.ltm is None:
+        raise ToolError("long-term memory is not available in this hive")
+    ref = ctx.current_task()
+    found = await asyncio.to_thread(
+        ctx.ltm.recall, args.query, agent=ctx.agent, project=ref.task.project if ref else None,
+        task_id=ref.task.id if ref else None, k=args.k, goal=_goal(ref),
+    )
+    ctx.effects.memories.append({"op": "recall", **recall_audit(args.query, found)})
+    if not found:
+        return "nothing found"
+    return "\n".join(f"[{m.id}] ({m.score:.2f}) {m.content}" for m in found)
+
+
+def end_task_memory(ctx: ToolContext, ref: TaskRef, success: bool) -> dict[str, Any] | None:
+    """Consolidate the task's history, learn from its outcome, clear its task memory."""
+    if ctx.ltm is None:
+        return None
+    history = [
+        b for b in ctx.working.by_type(BlockType.HISTORY)
+        if isinstance(b, HistoryBlock) and ref.task.id in b.metadata.get("task_ids", [])
+    ]
+    report = ctx.ltm.end_task(
+        ref.task.id, success=success, goal=_goal(ref), history=history,
+        project=ref.task.project, agent=ctx.agent,
+    )
+    entry = {"op": "end_task", **report.model_dump()}
+    ctx.effects.memories.append(entry)
+    return entry
+
+
+MEMORY_TOOLS: list[Tool[Any]] = [
+    Tool(
+        "remember",
+        "Store something worth knowing later (a fact, a decision, a lesson) in the hive's "
+        "long-term memory.",
+        RememberInput,
+        remember,
+    ),
+    Tool(
+        "recall",
+        "Search the hive's long-term memory; returns the best matches with their scores.",
+        RecallInput,
+        recall,
+    ),
+]
