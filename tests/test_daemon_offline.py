@@ -106,7 +106,8 @@ def test_heartbeat_after_work_costs_nothing(hive: Hive) -> None:
         task = asyncio.create_task(daemon.run())
         for _ in range(200):
             await asyncio.sleep(0.05)
-            if (hive.done_dir / "t1.md").exists():
+            # Done, and the cycle that did it has ended (its audit record is written).
+            if daemon.totals.tasks_done and not any(r.busy for r in daemon.runners.values()):
                 break
         calls_after_work = len(provider.requests)
         await asyncio.sleep(0.6)

@@ -8,6 +8,7 @@ the audit record is written in `finally:` whatever happened.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import Counter
@@ -45,6 +46,8 @@ from hivemind.tools.base import ToolContext, canonical_call
 from hivemind.tools.memory import end_task_memory
 
 SUMMARY_CHARS = 300
+FINISHED_ID = "context:finished"
+FINISHED_KEPT = 20
 
 
 @dataclass
@@ -71,6 +74,18 @@ class CycleReport:
     @property
     def overhead_ms(self) -> float:
         return self.duration_ms - self.model_ms
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """Length of the common prefix of two strings (bisection on slices: fast in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _short(value: Any, limit: int = SUMMARY_CHARS) -> str:
@@ -116,7 +131,7 @@ class Agent:
         self.loops: dict[str, Counter[str]] = {}
         self.config_error: str | None = None
         self.last_error: str | None = None
-        self._last_stable: str | None = None
+        self._last_request: str | None = None
 
     def recover(self) -> list[int]:
         """On daemon start: mark interrupted cycles, restore counters and budgets."""
@@ -211,7 +226,9 @@ class Agent:
         )
         report.prefix_reuse = self._prefix_reuse(request)
         report.input_tokens = built.tokens
-        self.audit.append("cycle_start", cycle=self.cycle_no, tasks=task_ids, mail=mail_ids)
+        await asyncio.to_thread(
+            self.audit.append, "cycle_start", cycle=self.cycle_no, tasks=task_ids, mail=mail_ids
+        )
         ctx = ToolContext(
             hive=self.s.hive, agent=self.name, config=cfg, board=self.s.board, post=self.s.post,
             working=self.working, active_tasks=dict(p.active), ltm=self.s.ltm,
@@ -251,12 +268,15 @@ class Agent:
             report.messages_sent = len(ctx.effects.messages_sent)
             if not self.s.provider.offline:
                 report.cost = estimate_cost(report.usage, cfg.model, self.s.config.pricing)
-            self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
+            await asyncio.to_thread(
+                self._record, report, built, dropped, calls, text, ctx, task_ids, mail_ids
+            )
         # Mail is marked read only now that the cycle's record is on disk.
         if report.error is None or ctx.effects.tasks_completed or calls:
             for item in p.unread:
                 self.mailbox.mark_read(item)
         self.last_error = report.error
+        self._compact_history(ctx)
         self.s.janitor.sweep(self.working)
         if self.s.ltm is not None and ctx.effects.memories and report.error is None:
             await self._reflect(cfg, p)
@@ -360,6 +380,27 @@ class Agent:
         )
         return result
 
+    def _compact_history(self, ctx: ToolContext) -> None:
+        """A finished task's steps shrink to one line: its outcome (the steps that mattered
+        were consolidated into long-term memory at its end)."""
+        fx = ctx.effects
+        finished = {t: "done" for t in fx.tasks_completed} | {t: "failed" for t in fx.tasks_failed}
+        if not finished:
+            return
+        for block in self.working.by_type(BlockType.HISTORY):
+            ids = block.metadata.get("task_ids") or []
+            if ids and all(t in finished for t in ids):
+                self.working.remove(block.id)
+        summary = self.working.get(FINISHED_ID)
+        lines = summary.summary.splitlines()[1:] if isinstance(summary, ContextBlock) else []
+        lines = [*lines, *(f"- {tid}: {outcome}" for tid, outcome in finished.items())]
+        self.working.add(ContextBlock(
+            id=FINISHED_ID, context_type="finished_tasks", priority=Priority.LOW,
+            summary="\n".join(["Tasks you finished recently:", *lines[-FINISHED_KEPT:]]),
+        ))
+        self.loops = {k: v for k, v in self.loops.items()
+                      if not any(t in finished for t in k.split(","))}
+
     def _loop_tripped(self, ctx: ToolContext, task_ids: list[str]) -> bool:
         """The same call repeated N times for the same tasks stops those tasks."""
         key = ",".join(sorted(task_ids)) or "-"
@@ -380,14 +421,14 @@ class Agent:
         return True
 
     def _prefix_reuse(self, request: ModelRequest) -> float | None:
-        """Share of this request's input that repeats the previous one's stable prefix."""
-        tools = json.dumps([t.model_dump() for t in request.tools])
-        stable = tools + request.system + request.context_stable
-        whole = len(stable) + len(request.context_volatile)
-        previous, self._last_stable = self._last_stable, stable
-        if previous is None or whole == 0:
+        """Share of this request (tools, system, context, in the order sent) that repeats
+        a prefix of the previous cycle's request: what a prompt cache can serve."""
+        text = (json.dumps([t.model_dump() for t in request.tools]) + request.system
+                + request.context_stable + request.context_volatile)
+        previous, self._last_request = self._last_request, text
+        if previous is None or not text:
             return None
-        return len(stable) / whole if previous == stable else 0.0
+        return common_prefix_length(previous, text) / len(text)
 
     def _record(
         self,

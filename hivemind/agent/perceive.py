@@ -147,6 +147,11 @@ def perceive(
         working.add(block)
         unread_ids.add(block.id)
         keys.add(f"mail:{item.message.id}")
+    for block in working.by_type(BlockType.MESSAGE):
+        # Mail read since (now in cur/) must not stay in view as unread: it would be
+        # answered again every cycle, and its path in new/ no longer exists.
+        if isinstance(block, MessageBlock) and not block.read and block.id not in unread_ids:
+            working.remove(block.id)
     for item in mailbox.read_items(READ_MAIL_KEPT):
         block = message_block(hive, name, item)
         if block.id not in unread_ids and block.id not in working:

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from hivemind.ltm.store import LongTermMemory
 
 
+HISTORY_KEPT = 24
+"""History blocks an agent keeps (finished tasks' steps are compacted, see the cycle)."""
+
+
 def _noop(*_args: Any) -> None:
     return None
 
@@ -81,7 +85,7 @@ class HiveServices:
             loader=loader,
             compressor=compressor,
             builder=ContextBuilder(loader, counter, compressor),
-            janitor=MemoryJanitor(),
+            janitor=MemoryJanitor(history_capacity=HISTORY_KEPT),
             model_slots=asyncio.Semaphore(cfg.daemon.max_concurrent_calls),
             secrets=secrets,
         )

@@ -61,6 +61,13 @@ class Hive:
     def rom_path(self, name: str) -> Path:
         return self.agent_dir(name) / "ROM.md"
 
+    def is_agent(self, name: str) -> bool:
+        """True if agents/<name>/ROM.md exists (and the name is a plain folder name)."""
+        return (
+            bool(name) and "/" not in name and not is_temp_name(name)
+            and self.rom_path(name).is_file()
+        )
+
     def agent_names(self) -> list[str]:
         """Agents = folders of agents/ holding a ROM.md, sorted."""
         if not self.agents_dir.is_dir():

@@ -266,14 +266,17 @@ class PostOffice:
 
     def recipients(self, sender: str, to: str | list[str]) -> list[str]:
         """Expand `*` and check every name is an agent or `human`."""
-        known = [*self.hive.agent_names(), HUMAN]
         wanted = [to] if isinstance(to, str) else list(to)
         out: list[str] = []
         for name in wanted:
-            names = [n for n in known if n != sender] if name == BROADCAST else [name]
+            if name == BROADCAST:
+                names = [n for n in [*self.hive.agent_names(), HUMAN] if n != sender]
+            else:
+                names = [name]
             for n in names:
-                if n not in known:
-                    listed = ", ".join(known[:-1]) or "none yet"
+                # One stat per named recipient; the full listing only for `*` or an error.
+                if n != HUMAN and not self.hive.is_agent(n):
+                    listed = ", ".join(self.hive.agent_names()) or "none yet"
                     raise UnknownAgentError(
                         f"unknown recipient {n!r} (agents: {listed}; or {HUMAN}, "
                         f"or {BROADCAST} for everyone)"

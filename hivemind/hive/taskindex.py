@@ -20,7 +20,7 @@ from hivemind.hive.models import AgentConfig, Task, TaskState
 from hivemind.hive.quarantine import REASON_SUFFIX, quarantine
 from hivemind.hive.routing import route_task
 from hivemind.hive.statcache import Sig, StatCache, sig_of
-from hivemind.hive.taskref import TaskRef, md_files
+from hivemind.hive.taskref import TaskRef, md_entries, md_files
 
 logger = logging.getLogger(__name__)
 
@@ -112,15 +112,16 @@ class TaskIndex:
 
     def _placed(self) -> Iterator[tuple[Path, TaskState, str | None]]:
         """Every task file outside the drop zone with its state and agent."""
+        # Names only: a stat per file would make every scan cost O(finished tasks) syscalls.
         for agent in self.active_agents():
-            for path, _ in md_files(self.hive.active_dir_for(agent)):
-                yield path, TaskState.ACTIVE, agent
+            for entry in md_entries(self.hive.active_dir_for(agent)):
+                yield Path(entry.path), TaskState.ACTIVE, agent
         for folder, state in (
             (self.hive.done_dir, TaskState.DONE),
             (self.hive.failed_dir, TaskState.FAILED),
         ):
-            for path, _ in md_files(folder):
-                yield path, state, None
+            for entry in md_entries(folder):
+                yield Path(entry.path), state, None
 
     def _placed_ids(self) -> dict[str, Path]:
         return {path.stem: path for path, _, _ in self._placed()}
@@ -153,12 +154,12 @@ class TaskIndex:
     def load(self) -> dict[str, int]:
         """Active tasks per agent."""
         return {
-            a: sum(1 for _ in md_files(self.hive.active_dir_for(a))) for a in self.active_agents()
+            a: len(md_entries(self.hive.active_dir_for(a))) for a in self.active_agents()
         }
 
     def done_ids(self) -> set[str]:
         """Ids of the tasks in done/."""
-        return {path.stem for path, _ in md_files(self.hive.done_dir)}
+        return {entry.name[:-3] for entry in md_entries(self.hive.done_dir)}
 
     def is_claimable(self, ref: TaskRef, done: set[str] | None = None) -> bool:
         """Pending and every `depends_on` id is in done/."""

@@ -37,15 +37,22 @@ class TaskRef:
         return _RANK[self.task.priority], when, self.path.name
 
 
-def md_files(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
-    """Non-temp `*.md` entries of a folder with their lstat (symlinks not followed)."""
+def md_entries(folder: Path) -> list[os.DirEntry[str]]:
+    """Non-temp `*.md` entries of a folder that are not folders (no stat call needed)."""
     try:
         entries = list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):
-        return
-    for entry in entries:
-        if not entry.name.endswith(".md") or is_temp_name(entry.name):
-            continue
+        return []
+    return [
+        e for e in entries
+        if e.name.endswith(".md") and not is_temp_name(e.name)
+        and not e.is_dir(follow_symlinks=False)
+    ]
+
+
+def md_files(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
+    """Non-temp `*.md` entries of a folder with their lstat (symlinks not followed)."""
+    for entry in md_entries(folder):
         try:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:

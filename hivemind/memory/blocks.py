@@ -306,7 +306,8 @@ class HistoryBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> HistoryBlock:
         if not self.id:
-            self.id = f"history:{next(_history_seq)}:{self.action}"
+            # Zero-padded so ids sort in the order the actions happened.
+            self.id = f"history:{next(_history_seq):09d}:{self.action}"
         return self
 
     def inline_content(self) -> str:
