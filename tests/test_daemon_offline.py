@@ -211,3 +211,31 @@ def test_agent_added_while_running_gets_work(hive: Hive) -> None:
 
     asyncio.run(main())
     assert (hive.done_dir / "for-late.md").exists()
+
+
+def test_status_command_shows_the_run_tokens_and_errors(hive: Hive) -> None:
+    from typer.testing import CliRunner
+
+    from hivemind.cli.app import app
+
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    run_until_idle(hive)
+
+    result = CliRunner().invoke(app, ["status", str(hive.root)])
+    assert result.exit_code == 0, result.output
+    assert "daemon stopped (idle), provider offline" in result.output
+    assert "1 done" in result.output and "tokens" in result.output
+
+
+def test_status_of_a_killed_daemon_says_it_is_gone(hive: Hive) -> None:
+    from typer.testing import CliRunner
+
+    from hivemind.cli.app import app
+
+    write_agent(hive, "worker")
+    hive.status_file.write_text(json.dumps({"pid": 999_999_999, "running": True,
+                                            "provider": "offline", "agents": {}}))
+    result = CliRunner().invoke(app, ["status", str(hive.root)])
+    assert result.exit_code == 0, result.output
+    assert "not running" in result.output and "killed" in result.output

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -252,8 +253,57 @@ def print_status(status: HiveStatus) -> None:
             line = f"  {escape(item.file)}: [red]{escape(item.reason)}[/]"
             console.print(line, highlight=False, soft_wrap=True)
 
-    if status.daemon is not None:
-        shown = json.dumps(status.daemon, default=str)
-        console.print(f"[bold]daemon[/] {escape(shown[:400])}", highlight=False, soft_wrap=True)
+    if isinstance(status.daemon, dict):
+        _print_daemon(status.daemon)
     else:
         console.print("[dim]daemon: no .hivemind/status.json (not running yet?)[/]")
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _print_daemon(d: dict[str, Any]) -> None:
+    """The daemon's last status.json: running or why it stopped, tokens, errors per agent."""
+    running = bool(d.get("running")) and _alive(d.get("pid"))
+    if running:
+        state = f"[green]running[/] (pid {d.get('pid')})"
+    elif d.get("running"):
+        state = f"[yellow]not running[/] (pid {d.get('pid')} is gone; it was killed)"
+    else:
+        state = f"stopped ({escape(str(d.get('stopped_because') or '?'))})"
+    console.print(f"[bold]daemon[/] {state}, provider {escape(str(d.get('provider')))}, "
+                  f"updated {escape(str(d.get('updated_at', ''))[:19])}", highlight=False)
+    agents = d.get("agents") or {}
+    if isinstance(agents, dict) and agents:
+        table = Table(title="Agents at run time", title_justify="left")
+        for column in ("agent", "state", "cycles", "tokens today", "last error"):
+            table.add_column(column, justify="right" if column in ("cycles", "tokens today")
+                             else "left")
+        for name, a in agents.items():
+            error = a.get("last_error") or a.get("config_error") or ""
+            table.add_row(escape(name), escape(str(a.get("state", ""))), str(a.get("cycles", 0)),
+                          f"{a.get('tokens_today', 0):,}", f"[red]{escape(str(error))}[/]")
+        console.print(table)
+    totals = d.get("totals") or {}
+    usage = totals.get("usage") or {}
+    tokens = sum(int(v or 0) for v in usage.values())
+    cost = totals.get("cost_usd")
+    console.print(
+        f"this run: {totals.get('cycles', 0)} cycles, {totals.get('tasks_done', 0)} done, "
+        f"{totals.get('tasks_failed', 0)} failed, {tokens:,} tokens, "
+        f"cache hit share {float(totals.get('cache_hit_share') or 0):.0%}"
+        + (f", ${cost:.4f}" if cost else ""),
+        highlight=False,
+    )
+    for item in d.get("waiting_tasks") or []:
+        console.print(f"  waiting: {escape(str(item.get('id')))} "
+                      f"({escape(str(item.get('why')))})", highlight=False)
