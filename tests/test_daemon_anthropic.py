@@ -203,3 +203,26 @@ def test_api_key_echoed_by_the_model_is_redacted_in_audit_and_status(hive: Hive)
     assert "the key is [redacted]" in audit_text
     for path in [hive.status_file, hive.audit_path("worker")]:
         assert KEY not in Path(path).read_text()
+
+
+def test_max_steps_stops_the_cycle_and_does_not_spin(hive: Hive) -> None:
+    write_agent(hive, "worker", front="max_steps: 3\n")
+    write_task(hive, "t1")
+    counter = iter(range(1000))
+
+    def restless(body: Any) -> Reply:
+        n = next(counter)
+        call = {"type": "tool_use", "id": f"toolu_{n}", "name": "search_files",
+                "input": {"pattern": f"never-{n}"}}
+        return Reply(body=message_body([call], stop_reason="tool_use"))
+
+    with FakeAnthropic() as api:
+        api.responder = restless
+        daemon = run_until_idle(hive, provider(api))
+        calls = len(api.message_requests)
+
+    assert calls == 3  # one cycle of max_steps rounds, then no new input: no more calls
+    assert daemon.exit_reason == "stalled"
+    assert (hive.active_dir_for("worker") / "t1.md").exists()
+    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert "max_steps=3" in cycle["error"]

@@ -69,6 +69,7 @@ class CycleReport:
     tasks_done: int = 0
     tasks_failed: int = 0
     messages_sent: int = 0
+    retry: bool = False
     started: float = field(default_factory=time.perf_counter)
 
     @property
@@ -91,6 +92,16 @@ def common_prefix_length(a: str, b: str) -> int:
 def _short(value: Any, limit: int = SUMMARY_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _cut_call(call: ToolCall, max_tokens: int) -> ToolResult:
+    return ToolResult(
+        tool_use_id=call.id,
+        is_error=True,
+        content=(f"not run: your reply reached max_tokens ({max_tokens} output tokens) inside "
+                 f"this {call.name} call, so its input may be cut short; call it again with "
+                 "shorter input (write long text in parts)"),
+    )
 
 
 @dataclass
@@ -173,7 +184,9 @@ class Agent:
             return report
         await self._think(cfg, p, report)
         report.duration_ms = (time.perf_counter() - report.started) * 1000
-        if report.error is None:
+        if not report.retry:
+            # The model had its say (even if it hit max_steps): wait for new input. Only
+            # a failed model call leaves the input unseen, to be retried after a back-off.
             self.seen |= new
         return report
 
@@ -246,13 +259,11 @@ class Agent:
                 )
                 text = response.text or text
                 if not response.tool_calls:
+                    if response.stop_reason == "max_tokens":
+                        report.error = (f"the reply was cut at max_output_tokens="
+                                        f"{cfg.max_output_tokens} (stop_reason max_tokens)")
                     break
-                results = []
-                for call in response.tool_calls:
-                    result = await self._run_tool(ctx, call, task_ids)
-                    results.append(result)
-                    calls.append({"name": call.name, "input": call.input,
-                                  "result": _short(result.content), "error": result.is_error})
+                results = await self._run_calls(ctx, response, cfg, task_ids, calls)
                 turns = [*turns, AssistantTurn(text=response.text, tool_calls=response.tool_calls),
                          ToolResultsTurn(results=results)]
                 if self._loop_tripped(ctx, task_ids):
@@ -261,6 +272,7 @@ class Agent:
                 report.error = f"stopped after max_steps={cfg.max_steps} rounds"
         except ModelError as exc:
             report.error = f"{type(exc).__name__}: {exc}"
+            report.retry = True
         finally:
             report.tool_calls = len(calls)
             report.tasks_done = len(ctx.effects.tasks_completed)
@@ -272,7 +284,7 @@ class Agent:
                 self._record, report, built, dropped, calls, text, ctx, task_ids, mail_ids
             )
         # Mail is marked read only now that the cycle's record is on disk.
-        if report.error is None or ctx.effects.tasks_completed or calls:
+        if not report.retry or calls:
             for item in p.unread:
                 self.mailbox.mark_read(item)
         self.last_error = report.error
@@ -364,6 +376,24 @@ class Agent:
         report.usage = report.usage + response.usage
         self.budget.record(response.usage.total_input + response.usage.output_tokens, task_ids)
         return response
+
+    async def _run_calls(
+        self, ctx: ToolContext, response: ModelResponse, cfg: AgentConfig,
+        task_ids: list[str], calls: list[dict[str, Any]],
+    ) -> list[ToolResult]:
+        """Run one round's tool calls in order; each is also appended to `calls`."""
+        cut = response.stop_reason == "max_tokens"
+        results = []
+        for i, call in enumerate(response.tool_calls):
+            if cut and i == len(response.tool_calls) - 1:
+                # Only the last block can be cut short: its input may be half of it.
+                result = _cut_call(call, cfg.max_output_tokens)
+            else:
+                result = await self._run_tool(ctx, call, task_ids)
+            results.append(result)
+            calls.append({"name": call.name, "input": call.input,
+                          "result": _short(result.content), "error": result.is_error})
+        return results
 
     async def _run_tool(self, ctx: ToolContext, call: ToolCall, task_ids: list[str]) -> ToolResult:
         key = ",".join(sorted(task_ids)) or "-"

@@ -223,7 +223,7 @@ class Daemon:
         self.totals.add(report)
         if self._on_cycle is not None:
             self._on_cycle(report)
-        if report.error is not None and report.tool_calls == 0:
+        if report.retry:
             runner.failures += 1
             backoff = min(BACKOFF_MAX, self.options.backoff * 2 ** (runner.failures - 1))
             runner.retry_at = time.monotonic() + backoff
