@@ -39,24 +39,46 @@ def _redact(obj: Any, secrets: tuple[str, ...]) -> Any:
 class AuditLog:
     """Append-only JSONL audit of one agent."""
 
-    def __init__(self, path: Path, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(self, path: Path, secrets: tuple[str, ...] = (), *, fsync: bool = True) -> None:
         self.path = path
+        self.fsync = fsync
         self._secrets = tuple(s for s in secrets if s)
+        self._tail_checked = False
 
     def append(self, event: str, **fields: Any) -> dict[str, Any]:
         """Write one record (with `event` and `at`) durably; returns it."""
         record = {"event": event, "at": utcnow().isoformat(), **fields}
         line = json.dumps(_redact(record, self._secrets), default=str, ensure_ascii=False)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        lead = self._torn_tail()
         with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+            fh.write(lead + line + "\n")
             fh.flush()
-            os.fsync(fh.fileno())
+            if self.fsync:
+                os.fsync(fh.fileno())
         return record
+
+    def _torn_tail(self) -> str:
+        """A newline to write first if the file ends inside a line (a write a kill cut short).
+
+        Without it the first record of the next run would be glued to the torn line
+        and lost with it. Only a previous process can have torn it: checked once.
+        """
+        if self._tail_checked:
+            return ""
+        self._tail_checked = True
+        try:
+            with open(self.path, "rb") as fh:
+                if fh.seek(0, os.SEEK_END) == 0:
+                    return ""
+                fh.seek(-1, os.SEEK_END)
+                return "" if fh.read(1) == b"\n" else "\n"
+        except FileNotFoundError:
+            return ""
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Every record in order; a torn last line (crash mid-write) is skipped."""
-        if not self.path.exists():
+        if not self.path.is_file():
             return
         with open(self.path, encoding="utf-8", errors="replace") as fh:
             for raw in fh:

@@ -135,7 +135,8 @@ class Agent:
         self.selector = MemorySelector(
             services.loader, services.counter, self.scorer, services.compressor.max_block_tokens
         )
-        self.audit = AuditLog(services.hive.audit_path(name), secrets=services.secrets)
+        self.audit = AuditLog(services.hive.audit_path(name), secrets=services.secrets,
+                              fsync=services.config.daemon.fsync)
         self.cycle_no = 0
         self.budget = BudgetTracker()
         self.seen: set[str] = set()
@@ -223,20 +224,8 @@ class Agent:
         task_ids = list(p.active)
         mail_ids = [m.message.id for m in p.unread]
         view = await self.view(cfg, p)
-        built, system = view.context, view.system
-        dropped = view.dropped_rows()
-        request = ModelRequest(
-            agent=self.name,
-            model=cfg.model,
-            system=system,
-            tools=self.s.tools.specs(cfg.tools),
-            context_stable=built.json_parts()[0],
-            context_volatile=built.json_parts()[1],
-            context_ids=[e["id"] for e in built.entries],
-            context_tokens=built.tokens,
-            max_output_tokens=cfg.max_output_tokens,
-            temperature=cfg.temperature,
-        )
+        built, dropped = view.context, view.dropped_rows()
+        request = self._request(cfg, view)
         report.prefix_reuse = self._prefix_reuse(request)
         report.input_tokens = built.tokens
         await asyncio.to_thread(
@@ -260,8 +249,10 @@ class Agent:
                 text = response.text or text
                 if not response.tool_calls:
                     if response.stop_reason == "max_tokens":
+                        # A reply cut short is a failed call: retried after a back-off.
                         report.error = (f"the reply was cut at max_output_tokens="
                                         f"{cfg.max_output_tokens} (stop_reason max_tokens)")
+                        report.retry = True
                     break
                 results = await self._run_calls(ctx, response, cfg, task_ids, calls)
                 turns = [*turns, AssistantTurn(text=response.text, tool_calls=response.tool_calls),
@@ -328,7 +319,9 @@ class Agent:
         selection = self.selector.select(self.working.blocks(), budget)
         built = await self.s.builder.build(selection, budget)
         rom = [e for e in built.entries if e["metadata"].get("type") == BlockType.ROM.value]
-        rom_text = rom[0]["content"] if rom else cfg.instructions
+        # The text `cfg` was read from: a ROM being saved right now is never half-read,
+        # and a bad edit leaves the last good instructions in place with their config.
+        rom_text = self.s.roms.text(self.name) or (rom[0]["content"] if rom else cfg.instructions)
         return ContextView(
             selection=selection,
             built=built,
@@ -363,6 +356,22 @@ class Agent:
                 metadata={"tier": m.record.tier.value, "score": round(m.score, 4)},
             ))
         return {"op": "context", **recall_audit(focus[:200], found)}
+
+    def _request(self, cfg: AgentConfig, view: ContextView) -> ModelRequest:
+        """The first request of the cycle: system, tools, the JSON context in two parts."""
+        stable, volatile = view.context.json_parts()
+        return ModelRequest(
+            agent=self.name,
+            model=cfg.model,
+            system=view.system,
+            tools=self.s.tools.specs(cfg.tools),
+            context_stable=stable,
+            context_volatile=volatile,
+            context_ids=[e["id"] for e in view.context.entries],
+            context_tokens=view.context.tokens,
+            max_output_tokens=cfg.max_output_tokens,
+            temperature=cfg.temperature,
+        )
 
     async def _call(
         self, request: ModelRequest, report: CycleReport, task_ids: list[str]

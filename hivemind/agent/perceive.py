@@ -110,7 +110,8 @@ def watched_files(hive: Hive, globs: list[str]) -> list[Path]:
             rel = hive.relative(p)
             if rel.startswith((".hivemind", "mailboxes")) or is_temp_name(p.name):
                 continue
-            if p.is_file():
+            # A symlink, or a folder link on the way, could pull in a file from outside.
+            if p.is_file() and not p.is_symlink() and not Path(rel).is_absolute():
                 found.append(p)
             if len(found) >= WATCH_LIMIT:
                 return found

@@ -213,9 +213,20 @@ class Daemon:
             runner.busy = True
             try:
                 report = await runner.agent.cycle()
+            except OSError as exc:
+                report = self._broken_cycle(runner, exc)
             finally:
                 runner.busy = False
             self._after_cycle(runner, report)
+
+    def _broken_cycle(self, runner: AgentRunner, exc: OSError) -> CycleReport:
+        """The filesystem failed under a cycle (a folder replaced by a file, a full disk):
+        the cycle fails visibly and is retried after its back-off; the daemon stays up."""
+        agent = runner.agent
+        agent.last_error = f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(OSError):
+            agent.audit.append("error", cycle=agent.cycle_no, error=agent.last_error)
+        return CycleReport(agent=agent.name, ran=True, error=agent.last_error, retry=True)
 
     def _after_cycle(self, runner: AgentRunner, report: CycleReport) -> None:
         if not report.ran:
@@ -239,10 +250,25 @@ class Daemon:
         while not self.stopping.is_set():
             await self._dispatch_wanted.wait()
             self._dispatch_wanted.clear()
-            result = self.dispatcher.dispatch(self._configs())
+            try:
+                result = self.dispatcher.dispatch(self._configs())
+            except OSError as exc:
+                # The board itself is broken (e.g. tasks/active/<agent> is a file): say so
+                # in status.json and look again later, without counting as activity.
+                self.waiting = [("(board)", f"tasks cannot be moved: {exc}")]
+                asyncio.get_running_loop().call_later(
+                    self.options.backoff, self._dispatch_wanted.set
+                )
+                continue
             for name in result.claimed:
                 self.runners[name].wake.set()
             self.waiting = result.waiting
+            if self.services.board.unsettled:
+                # Files still being written: no event will come for them if they were
+                # already there at start-up, so look again once they can have settled.
+                asyncio.get_running_loop().call_later(
+                    self.config.daemon.settle_time, self.request_dispatch
+                )
             await asyncio.sleep(0.005)  # coalesce bursts of completions into one scan
 
     async def _event_loop(self, watcher: HiveWatcher, tg: asyncio.TaskGroup) -> None:

@@ -22,10 +22,18 @@ _temp_seq = itertools.count()
 _temp_salt = secrets.token_hex(3)
 
 
+_NAME_HEAD = 200
+"""Bytes of a name kept in its temp name: the whole must stay under NAME_MAX (255)."""
+
+
+def _head(name: str) -> str:
+    return os.fsdecode(os.fsencode(name)[:_NAME_HEAD])
+
+
 def temp_name(name: str) -> str:
     """A unique hidden `.tmp` name for `name`; every hive reader skips it."""
     # pid + counter is unique among live processes; the salt covers a reused pid.
-    return f".{name}.{os.getpid()}-{_temp_salt}-{next(_temp_seq)}.tmp"
+    return f".{_head(name)}.{os.getpid()}-{_temp_salt}-{next(_temp_seq)}.tmp"
 
 
 def fsync_dir(path: Path) -> None:
@@ -70,7 +78,7 @@ def write_temp(directory: Path, name: str, data: bytes, *, fsync: bool = True) -
     try:
         fd = os.open(tmp, flags, 0o644)
     except FileExistsError:  # a leftover of a crashed process with the same pid
-        tmp = directory / f".{name}.{secrets.token_hex(8)}.tmp"
+        tmp = directory / f".{_head(name)}.{secrets.token_hex(8)}.tmp"
         fd = os.open(tmp, flags, 0o644)
     try:
         view = memoryview(data)

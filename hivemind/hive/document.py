@@ -177,8 +177,12 @@ def _load_yaml(front_text: str, path: Path) -> tuple[yaml.Node | None, Any]:
         line = mark.line + _FRONT_FIRST_LINE if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
         raise FileFormatError(path, f"invalid YAML in front matter: {problem}", line) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses (NUL, other controls)
+        line = front_text.count("\n", 0, exc.position) + _FRONT_FIRST_LINE
+        raise FileFormatError(path, f"invalid YAML in front matter: {exc.reason}", line) from None
     except yaml.YAMLError as exc:
-        raise FileFormatError(path, f"invalid YAML in front matter: {exc}") from None
+        problem = " ".join(str(exc).split())  # one line, for status and `.reason` files
+        raise FileFormatError(path, f"invalid YAML in front matter: {problem}") from None
     except RecursionError:
         raise FileFormatError(path, "front matter is nested too deeply") from None
     finally:

@@ -42,6 +42,7 @@ __all__ = [
     "render",
     "render_message",
     "render_task",
+    "rom_from_document",
     "split",
     "task_from_document",
     "task_front",
@@ -119,7 +120,11 @@ def read_message(path: Path) -> Message:
 
 def read_rom(path: Path, name: str, defaults: AgentSettings) -> AgentConfig:
     """An agent's config: hive defaults overridden by the ROM's fields; body = instructions."""
-    doc = load(path)
+    return rom_from_document(load(path), name, defaults)
+
+
+def rom_from_document(doc: Document, name: str, defaults: AgentSettings) -> AgentConfig:
+    """`read_rom` on a parsed ROM.md."""
     fields, extra = _known_and_extra(doc, _ROM_KEYS)
     data: dict[str, Any] = defaults.model_dump()
     for key, value in fields.items():

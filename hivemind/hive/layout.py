@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hivemind.errors import ConfigError
+
 HUMAN = "human"
 """The mailbox people read; not an agent."""
 
@@ -155,5 +157,10 @@ class Hive:
             self.state_dir,
             self.audit_dir,
         ):
-            d.mkdir(parents=True, exist_ok=True)
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise ConfigError(
+                    f"{d}: the hive needs a folder here, but a file is in the way; move it"
+                ) from None
         return self

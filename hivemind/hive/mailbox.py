@@ -180,7 +180,7 @@ class Mailbox:
     def _items(self, folder: Path, read: bool) -> list[tuple[MailItem, float]]:
         try:
             entries = list(os.scandir(folder))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no folder, or a file in its place
             return []
         now = time.time()
         out = []
@@ -216,7 +216,7 @@ class Mailbox:
         """Files waiting in new/ (without parsing them)."""
         try:
             return sum(1 for e in os.scandir(self.new_dir) if not is_temp_name(e.name))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return 0
 
     def mark_read(self, item: MailItem) -> Path:

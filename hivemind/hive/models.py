@@ -177,6 +177,11 @@ class DaemonSettings(BaseModel):
     grace_period: float = Field(default=30.0, ge=0, description="seconds to finish cycles on stop")
     poll: bool = False
     loop_breaker: int = Field(default=3, ge=2, description="same tool call repeated N times")
+    fsync: bool = Field(
+        default=True,
+        description="flush every task move, delivery and audit line to disk; false keeps "
+        "everything safe when the daemon is killed but not on a power loss, and is faster",
+    )
 
 
 class ProviderSettings(BaseModel):

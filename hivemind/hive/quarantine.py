@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from hivemind.hive.atomic import atomic_write, move_into
@@ -20,11 +21,29 @@ def quarantine(hive: Hive, path: Path, reason: str) -> Path:
     """
     hive.rejected_dir.mkdir(parents=True, exist_ok=True)
     name = path.name if not path.name.endswith(REASON_SUFFIX) else path.name + ".txt"
-    target = move_into(path, hive.rejected_dir, name)
+    short = _fitting(name)
+    if short != name:
+        reason = f"{reason} (its {len(os.fsencode(name))}-byte name was too long to keep)"
+    target = move_into(path, hive.rejected_dir, short)
     line = " ".join(reason.split())  # one line, whatever the reason text holds
     atomic_write(target.with_name(target.name + REASON_SUFFIX), line + "\n")
     logger.warning("%s: rejected to %s: %s", hive.relative(path), hive.relative(target), line)
     return target
+
+
+_MAX_NAME = 255 - len(REASON_SUFFIX) - 6
+"""Bytes of a rejected file's name: room is left for `.reason` and move_unique's `-N`."""
+
+
+def _fitting(name: str) -> str:
+    """`name`, or a shorter one (same extension) when `<name>.reason` would be too long."""
+    raw = os.fsencode(name)
+    if len(raw) <= _MAX_NAME:
+        return name
+    stem, dot, suffix = name.rpartition(".")
+    tail = os.fsencode(dot + suffix) if stem and len(suffix) <= 10 else b""
+    head = raw[: _MAX_NAME - len(tail) - 3].decode("utf-8", "ignore")
+    return head + "…" + os.fsdecode(tail)
 
 
 def rejected(hive: Hive) -> list[tuple[Path, str]]:

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
-from hivemind.hive.frontmatter import read_rom
+from hivemind.hive.frontmatter import parse, read_text, rom_from_document
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentConfig, AgentSettings
 from hivemind.hive.statcache import RACY_MARGIN, Sig, sig_of
@@ -25,15 +25,21 @@ class _Entry:
     sig: Sig | None = None
     read_at: float = 0.0
     good: AgentConfig | None = None
+    text: str = ""  # the file as it was when `good` was read
     error: str | None = None
 
 
 class RomRegistry:
-    """Loads agents' configs from agents/<name>/ROM.md over hive-wide `defaults`."""
+    """Loads agents' configs from agents/<name>/ROM.md over hive-wide `defaults`.
 
-    def __init__(self, hive: Hive, defaults: AgentSettings) -> None:
+    With `settle_time`, a ROM changed that recently is being saved: the last good
+    config stays until the file has settled, so a half-written file is never used.
+    """
+
+    def __init__(self, hive: Hive, defaults: AgentSettings, settle_time: float = 0.0) -> None:
         self.hive = hive
         self.defaults = defaults
+        self.settle_time = settle_time
         self._entries: dict[str, _Entry] = {}
 
     def load(self, name: str) -> AgentConfig:
@@ -53,9 +59,16 @@ class RomRegistry:
             ) from None
         sig = sig_of(st)
         if sig != entry.sig or entry.read_at - st.st_mtime < RACY_MARGIN:
+            if entry.good is not None and time.time() - st.st_mtime < self.settle_time:
+                return entry.good  # being saved: look again once it has settled
             entry.sig, entry.read_at = sig, time.time()
             try:
-                entry.good, entry.error = read_rom(path, name, self.defaults), None
+                text = read_text(path)
+                config = rom_from_document(parse(text, path), name, self.defaults)
+                if entry.good is not None and sig_of(os.stat(path)) != sig:
+                    entry.sig = None  # it changed while we read it: look again next time
+                    return entry.good
+                entry.good, entry.text, entry.error = config, text, None
             except FileFormatError as exc:
                 error = f"{self.hive.relative(path)}: {exc.reason}"
                 if error != entry.error:
@@ -67,6 +80,11 @@ class RomRegistry:
         if entry.good is None:
             raise ConfigError(entry.error or f"{self.hive.relative(path)}: not loaded")
         return entry.good
+
+    def text(self, name: str) -> str | None:
+        """The ROM.md text the current config was read from (None before a good read)."""
+        entry = self._entries.get(name)
+        return entry.text if entry is not None and entry.good is not None else None
 
     def error(self, name: str) -> str | None:
         """The problem of the agent's current ROM.md, or None if it is valid."""

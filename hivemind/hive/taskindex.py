@@ -37,6 +37,7 @@ class TaskIndex:
         self.fsync = fsync
         self._parsed: StatCache[Task] = StatCache()
         self._first_seen: dict[Path, tuple[Sig, float]] = {}
+        self.unsettled = 0  # files the last scan left for later: still being written
         self._pending_ids: dict[str, str] = {}  # file name in tasks/ -> task id
 
     # -- reading ---------------------------------------------------------------
@@ -67,6 +68,7 @@ class TaskIndex:
         now = time.time()
         refs: list[TaskRef] = []
         present: set[Path] = set()
+        self.unsettled = 0
         for path, st in md_files(self.hive.tasks_dir):
             present.add(path)
             if stat.S_ISLNK(st.st_mode):
@@ -76,6 +78,7 @@ class TaskIndex:
                 self._reject(path, "not a regular file")
                 continue
             if not self._stable(path, sig_of(st), now):
+                self.unsettled += 1
                 continue
             try:
                 task = self._read(path, st)

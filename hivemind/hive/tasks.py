@@ -115,15 +115,18 @@ class TaskBoard(TaskIndex):
     def complete(self, ref: TaskRef, result: str, agent: str) -> TaskRef:
         """Append `## Result`, mark done and move the task to done/."""
         task = self._owned(ref, agent)
-        task = task.model_copy(
-            update={
-                "status": TaskState.DONE,
-                "agent": agent,
-                "finished_at": utcnow(),
-                "body": append_section(task.body, "Result", result),
-            }
-        )
-        atomic_write(ref.path, render_task(task), fsync=self.fsync)
+        # Already marked done here: a crash came between writing the result and the move;
+        # finish the move and keep that first result (never a second `## Result`).
+        if task.status is not TaskState.DONE:
+            task = task.model_copy(
+                update={
+                    "status": TaskState.DONE,
+                    "agent": agent,
+                    "finished_at": utcnow(),
+                    "body": append_section(task.body, "Result", result),
+                }
+            )
+            atomic_write(ref.path, render_task(task), fsync=self.fsync)
         self.hive.done_dir.mkdir(parents=True, exist_ok=True)
         dest = move_into(ref.path, self.hive.done_dir, f"{task.id}.md")
         return TaskRef(task, dest, TaskState.DONE, agent, time.time())

@@ -1,13 +1,15 @@
 """Tool plumbing: a tool is a pydantic input model plus an async function.
 
 A tool the model calls badly (unknown name, invalid input, refused path, a
-`ToolError`) returns an `is_error` result the model can act on; it never ends
-the cycle. Anything else raised by a tool is a bug and propagates.
+`ToolError`, a path the filesystem refuses) returns an `is_error` result the
+model can act on; it never ends the cycle. Anything else raised by a tool is a
+bug and propagates.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,6 +129,10 @@ class ToolRegistry:
             content = await tool.run(ctx, args)
         except (ToolError, PathEscapeError, FileFormatError, UserError) as exc:
             return _error(call, str(exc))
+        except OSError as exc:
+            # The filesystem refused what the model asked for (a folder that is a file, a
+            # name too long, a file gone): its mistake to see, not a reason to stop.
+            return _error(call, _os_problem(ctx.hive, exc))
         if len(content) > MAX_RESULT_CHARS:
             cut = len(content) - MAX_RESULT_CHARS
             content = content[:MAX_RESULT_CHARS] + f"\n[... {cut} more characters cut]"
@@ -135,6 +141,11 @@ class ToolRegistry:
 
 def _error(call: ToolCall, message: str) -> ToolResult:
     return ToolResult(tool_use_id=call.id, content=message, is_error=True)
+
+
+def _os_problem(hive: Hive, exc: OSError) -> str:
+    where = hive.relative(Path(os.fsdecode(exc.filename))) if exc.filename else "file"
+    return f"{where}: {exc.strerror or exc}"
 
 
 def _first_errors(exc: ValidationError, limit: int = 3) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,8 @@ class SearchFilesInput(BaseModel):
 
 
 def _readable(ctx: ToolContext, path: str) -> Path:
-    return resolve_inside(ctx.hive.root, path, ctx.hive.readable_dirs)
+    # A hard link may be another name of a file outside the hive: refused for reads too.
+    return resolve_inside(ctx.hive.root, path, ctx.hive.readable_dirs, forbid_hardlinks=True)
 
 
 def _writable(ctx: ToolContext, path: str) -> Path:
@@ -96,9 +98,9 @@ async def read_file(ctx: ToolContext, args: ReadFileInput) -> str:
     return f"{rel} (lines {start}-{end} of {len(lines)})\n{body}{more}"
 
 
-def _atomic_write(path: Path, content: str) -> None:
+def _atomic_write(path: Path, content: str, fsync: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, content)
+    atomic_write(path, content, fsync=fsync)
 
 
 async def write_file(ctx: ToolContext, args: WriteFileInput) -> str:
@@ -108,7 +110,7 @@ async def write_file(ctx: ToolContext, args: WriteFileInput) -> str:
     path = _writable(ctx, args.path)
     if path.is_dir():
         raise ToolError(f"{args.path} is a folder")
-    await asyncio.to_thread(_atomic_write, path, args.content)
+    await asyncio.to_thread(_atomic_write, path, args.content, ctx.board.fsync)
     rel = ctx.hive.relative(path)
     ctx.effects.files_written.append(rel)
     return f"wrote {rel} ({size} bytes)"
@@ -123,7 +125,9 @@ async def edit_file(ctx: ToolContext, args: EditFileInput) -> str:
             f"`old` occurs {found} times in {args.path}; it must occur exactly once "
             "(add surrounding lines to make it unique)"
         )
-    await asyncio.to_thread(_atomic_write, path, text.replace(args.old, args.new, 1))
+    await asyncio.to_thread(
+        _atomic_write, path, text.replace(args.old, args.new, 1), ctx.board.fsync
+    )
     rel = ctx.hive.relative(path)
     ctx.effects.files_written.append(rel)
     return f"edited {rel}"
@@ -152,9 +156,18 @@ async def list_files(ctx: ToolContext, args: ListFilesInput) -> str:
     return "\n".join(entries) if entries else f"{args.path} is empty"
 
 
+def _own_file(path: Path) -> bool:
+    """A regular file with one name: a symlink or a hard link may reach outside the hive."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
+
 def _search(root: Path, hive_root: Path, regex: re.Pattern[str], limit: int) -> list[str]:
     hits: list[str] = []
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if _own_file(p))
     for p in files:
         if any(part.startswith(".") for part in p.relative_to(hive_root).parts):
             continue

@@ -5,12 +5,13 @@ An agent can only complete or fail a task it holds (in tasks/active/<agent>/).
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
-from hivemind.hive.layout import HUMAN
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.tasks import TaskRef
 from hivemind.tools.base import Tool, ToolContext
@@ -63,7 +64,7 @@ async def create_task(ctx: ToolContext, args: CreateTaskInput) -> str:
         task_type=args.task_type,
         reply_to=ctx.agent,
     )
-    ref = ctx.board.create(task, created_by=ctx.agent)
+    ref = await asyncio.to_thread(ctx.board.create, task, created_by=ctx.agent)
     ctx.effects.tasks_created.append(ref.task.id)
     if ctx.on_task_change is not None:
         ctx.on_task_change()
@@ -72,31 +73,45 @@ async def create_task(ctx: ToolContext, args: CreateTaskInput) -> str:
 
 async def complete_task(ctx: ToolContext, args: CompleteTaskInput) -> str:
     ref = _held(ctx, args.task_id)
-    done = ctx.board.complete(ref, args.result, ctx.agent)
+    await _notify(ctx, ref, "done", args.result)
+    done = await asyncio.to_thread(ctx.board.complete, ref, args.result, ctx.agent)
     del ctx.active_tasks[args.task_id]
     ctx.effects.tasks_completed.append(args.task_id)
-    end_task_memory(ctx, ref, success=True)
-    _notify(ctx, done, "done", args.result)
+    await asyncio.to_thread(end_task_memory, ctx, ref, True)
     return f"task {args.task_id} is done ({ctx.hive.relative(done.path)})"
 
 
 async def fail_task(ctx: ToolContext, args: FailTaskInput) -> str:
     ref = _held(ctx, args.task_id)
-    after = ctx.board.fail(ref, args.reason, ctx.agent)
+    await _notify(ctx, ref, "failed", args.reason)
+    after = await asyncio.to_thread(ctx.board.fail, ref, args.reason, ctx.agent)
     del ctx.active_tasks[args.task_id]
     ctx.effects.tasks_failed.append(args.task_id)
-    end_task_memory(ctx, ref, success=False)
-    _notify(ctx, after, "failed", args.reason)
+    await asyncio.to_thread(end_task_memory, ctx, ref, False)
     return f"task {args.task_id} failed; now {after.state.value}"
 
 
-def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> None:
-    """Tell whoever asked for the task (reply_to, else its creator) how it ended."""
-    to = ref.task.reply_to or ref.task.created_by or HUMAN
-    if to == ctx.agent:
-        return
+def notice_id(ref: TaskRef, outcome: str) -> str:
+    """The id of the notice that a claimed task ended: the same on every retry."""
+    t = ref.task
+    key = f"{t.id}\0{t.claimed_at}\0{t.attempts}\0{outcome}"
+    return f"{outcome}-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+
+
+async def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> None:
+    """Tell whoever asked for the task (reply_to, else its creator) how it ended.
+
+    Sent before the task moves, under an id fixed by the claim: a crash between the
+    two steps makes the next cycle send the same id again, which the maildir drops.
+    """
+    to = ref.task.reply_to or ref.task.created_by
+    if not to or to == ctx.agent:
+        return  # a file dropped by hand: its outcome is in tasks/done/ or tasks/failed/
     title = ref.task.title or ref.task.id
-    ctx.post.send(ctx.agent, to, f"[{outcome}] {title}", text, task=ref.task.id)
+    await asyncio.to_thread(
+        ctx.post.send, ctx.agent, to, f"[{outcome}] {title}", text, task=ref.task.id,
+        id=notice_id(ref, outcome),
+    )
     if ctx.on_mail is not None:
         ctx.on_mail([to])
     if ctx.on_task_change is not None:
