@@ -428,7 +428,12 @@ def fake_api(mode: str, seed: int, max_delay: float) -> Iterator[str | None]:
 
     rng = random.Random(seed ^ 0x5EED)
     with FakeAnthropic() as api:
+        # A killed daemon leaves half-sent requests and reset sockets: expected, not news.
+        api._server.handle_error = lambda *args: None  # type: ignore[method-assign]
+
         def responder(body: Any) -> Any:
+            if not isinstance(body, dict):  # the request was cut off by a kill
+                return task_completer({"messages": [{"content": []}]})
             reply = task_completer(body)
             reply.delay = rng.uniform(0, max_delay)
             return reply
@@ -445,7 +450,7 @@ def task_completer(body: Any) -> Any:
     if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
         return Reply(body=message_body([{"type": "text", "text": "all done"}]))
     first = body["messages"][0]["content"]
-    entries = json.loads("".join(block["text"] for block in first))
+    entries = json.loads("".join(block["text"] for block in first) or "[]")
     calls = [
         {"type": "tool_use", "id": f"toolu_{i}", "name": "complete_task",
          "input": {"task_id": e["metadata"]["task_id"], "result": "done by the model"}}
