@@ -160,11 +160,12 @@ def perceive(
 
     knowledge.refresh()
     globs = config.knowledge or None
-    wanted = {b.id for b in knowledge.blocks(globs)}
+    notes = knowledge.blocks(globs)
+    wanted = {b.id for b in notes}
     for block in working.by_type(BlockType.KNOWLEDGE):
         if block.id not in wanted:
             working.remove(block.id)
-    for kb in knowledge.blocks(globs):
+    for kb in notes:
         working.add(kb)
 
     watch_keys = set()
