@@ -250,3 +250,12 @@ def test_any_front_matter_round_trips(front: dict[str, object], body: str) -> No
     doc = parse(render(front, body), Path("x.md"))
     assert doc.front == front
     assert doc.body == body
+
+
+@pytest.mark.parametrize("key", ["on", "off", "yes", "no", "y", "true", "null"])
+def test_a_key_yaml_reads_as_a_boolean_is_quoted_when_rendered(key: str) -> None:
+    import yaml
+
+    from hivemind.hive.document import dump_front
+
+    assert yaml.safe_load(dump_front({key: "x"})) == {key: "x"}

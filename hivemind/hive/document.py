@@ -295,7 +295,9 @@ def dump_front(front: Mapping[str, Any]) -> str:
     plain = _plain(front)
     lines = []
     for key, value in plain.items():
-        scalar = _scalar(value) if _PLAIN_KEY.match(key) else None
+        # A key is written bare only if YAML reads it back as that string (`on:` is True).
+        bare = _PLAIN_KEY.match(key) is not None and _resolves_to_str(key)
+        scalar = _scalar(value) if bare else None
         if scalar is None:
             return yaml.dump(plain, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
         lines.append(f"{key}: {scalar}\n")
