@@ -175,16 +175,30 @@ def test_new_task_id_is_a_unique_slug(board: TaskBoard) -> None:
 # -- claiming -----------------------------------------------------------------------
 
 
-def test_claim_moves_the_task_and_records_the_agent(hive: Hive, board: TaskBoard) -> None:
-    drop(hive, "job.md", "---\npriority: high\ncolour: red\n---\n# Job\n\nDo it.\n")
+def test_claim_is_a_rename_that_leaves_the_file_as_written(hive: Hive, board: TaskBoard) -> None:
+    text = "---\npriority: high\ncolour: red\n---\n# Job\n\nDo it.\n"
+    drop(hive, "job.md", text)
     claimed = board.claim(pending_one(board), "ann")
     assert claimed is not None
     assert claimed.path == hive.active_dir_for("ann") / "job.md"
-    on_disk = read_task(claimed.path)
-    assert (on_disk.status, on_disk.agent) == (TaskState.ACTIVE, "ann")
+    assert (claimed.state, claimed.agent, claimed.task.status) == (
+        TaskState.ACTIVE, "ann", TaskState.ACTIVE
+    )
+    assert claimed.path.read_text() == text  # the folder is the claim; nothing rewritten
+    assert [(r.id, r.agent) for r in board.active("ann")] == [("job", "ann")]
+    done = board.complete(claimed, "ok", "ann")
+    on_disk = read_task(done.path)
+    assert (on_disk.status, on_disk.agent) == (TaskState.DONE, "ann")
     assert on_disk.extra == {"colour": "red"}  # unknown fields survive the rewrite
-    assert on_disk.body == "# Job\n\nDo it.\n"
-    assert [r.id for r in board.active("ann")] == ["job"]
+    assert on_disk.body == "# Job\n\nDo it.\n\n## Result\n\nok\n"
+
+
+def test_a_dropped_file_saying_done_still_gets_its_result(hive: Hive, board: TaskBoard) -> None:
+    drop(hive, "job.md", "---\nstatus: done\n---\n# Job\n")
+    claimed = board.claim(pending_one(board), "ann")
+    assert claimed is not None
+    done = board.complete(claimed, "the answer", "ann")
+    assert "## Result\n\nthe answer" in done.path.read_text()
 
 
 def test_the_loser_of_a_claim_gets_none(hive: Hive, board: TaskBoard) -> None:
@@ -220,7 +234,7 @@ def test_claim_many_claims_a_batch_and_skips_the_lost_ones(hive: Hive, board: Ta
     got = board.claim_many([(r, "ann") for r in refs])
     assert [g.id if g else None for g in got] == ["a", None, "c"]
     assert sorted(r.id for r in board.active("ann")) == ["a", "c"]
-    assert all(read_task(g.path).agent == "ann" for g in got if g)
+    assert all(g.agent == "ann" and g.path.parent.name == "ann" for g in got if g)
 
 
 def test_tasks_already_active_at_start_belong_to_their_agent(hive: Hive) -> None:

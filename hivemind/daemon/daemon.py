@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hivemind.agent.cycle import Agent, CycleReport
 from hivemind.agent.perceive import matches_any
@@ -79,6 +80,8 @@ class Daemon:
         self.stopping = asyncio.Event()
         self.exit_reason = ""
         self._dispatch_wanted = asyncio.Event()
+        self._changed_tasks: set[Path] = set()  # task files named by the watcher
+        self._full_dispatch_at = 0.0  # when tasks/ is next listed whole
         self._on_cycle = on_cycle
         self._figures_cache: tuple[float, dict[str, object]] = (0.0, {})
         self._last_activity = time.monotonic()
@@ -250,9 +253,17 @@ class Daemon:
         while not self.stopping.is_set():
             await self._dispatch_wanted.wait()
             self._dispatch_wanted.clear()
+            now = time.monotonic()
+            changed: set[Path] | None = self._changed_tasks
+            self._changed_tasks = set()
+            if now >= self._full_dispatch_at:
+                # Now and then, list tasks/ whole: whatever no event told us about.
+                changed = None
+                self._full_dispatch_at = now + self.config.daemon.rescan_interval
             try:
-                result = self.dispatcher.dispatch(self._configs())
+                result = self.dispatcher.dispatch(self._configs(), changed)
             except OSError as exc:
+                self._full_dispatch_at = 0.0
                 # The board itself is broken (e.g. tasks/active/<agent> is a file): say so
                 # in status.json and look again later, without counting as activity.
                 self.waiting = [("(board)", f"tasks cannot be moved: {exc}")]
@@ -279,6 +290,7 @@ class Daemon:
     def _handle(self, event: HiveEvent, tg: asyncio.TaskGroup) -> None:
         kind, name = event.kind, event.agent
         if kind is HiveEventKind.TASK_DROPPED:
+            self._changed_tasks.add(event.path)
             self.request_dispatch()
         elif kind in (HiveEventKind.MAIL_ARRIVED, HiveEventKind.ROM_CHANGED) and name:
             self.wake_agents([name])

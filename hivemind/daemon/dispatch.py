@@ -1,19 +1,25 @@
 """Dispatch: route pending tasks to agents and claim them on their behalf.
 
-One scan of tasks/ serves every agent (instead of each agent scanning), and
-the claim itself is the board's atomic rename, so another process racing for
-the same file simply wins or loses.
+One pending set serves every agent (instead of each agent scanning), kept up to
+date from the watcher's events (`changed`) with a full listing every few seconds,
+so a dispatch costs what changed, not the size of the board. Tasks are taken best
+first and the walk stops once every agent is full. The claim itself is the board's
+atomic rename, so another process racing for the same file simply wins or loses.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hivemind.hive.models import AgentConfig
+from hivemind.hive.routing import candidates, least_loaded
 from hivemind.hive.tasks import TaskBoard, TaskRef
 
 MAX_ACTIVE_PER_AGENT = 4
+WAITING_SHOWN = 50  # reasons kept for status.json; the walk stops counting after that
 
 
 @dataclass
@@ -28,36 +34,71 @@ class Dispatcher:
     def __init__(self, board: TaskBoard, max_active: int = MAX_ACTIVE_PER_AGENT) -> None:
         self.board = board
         self.max_active = max_active
+        # Each task's candidate agents, for one set of agent configs.
+        self._routes: dict[Path, tuple[TaskRef, list[str]]] = {}
+        self._configs_key: object = None
 
-    def dispatch(self, agents: dict[str, AgentConfig]) -> DispatchResult:
+    def dispatch(
+        self, agents: dict[str, AgentConfig], changed: Iterable[Path] | None = None
+    ) -> DispatchResult:
+        """Claim what can be claimed now. `changed`: the task files that changed since
+        the last dispatch (None: list tasks/ whole)."""
         result = DispatchResult()
+        self.board.refresh_pending(changed)
         if not agents:
             return result
-        pending = self.board.scan_pending()
-        if not pending:
-            return result
-        load = {name: len(self.board.active(name)) for name in agents}
-        done = self.board.done_ids()
         configs = list(agents.values())
+        key = tuple(
+            (c.name, tuple(c.skills), c.accepts_unassigned) for c in configs
+        )
+        if key != self._configs_key:
+            self._routes.clear()
+            self._configs_key = key
+        load = self.board.load()
+        load = {name: load.get(name, 0) for name in agents}
+        free = sum(max(0, self.max_active - n) for n in load.values())
+        done: set[str] | None = None
         claims: list[tuple[TaskRef, str]] = []
-        for ref in pending:
-            missing = [d for d in ref.task.depends_on if d not in done]
-            if missing:
-                result.waiting.append((ref.task.id, f"waits for {', '.join(missing)}"))
-                continue
-            target = self.board.route(ref, configs, load)
-            if target is None or target not in agents:
+        for ref in self.board.pending_in_order():
+            if free <= 0:
+                if len(result.waiting) < WAITING_SHOWN:
+                    result.waiting.append((ref.id, "every agent is busy"))
+                    continue
+                break
+            if ref.task.depends_on:
+                done = self.board.done_ids() if done is None else done
+                missing = [d for d in ref.task.depends_on if d not in done]
+                if missing:
+                    self._wait(result, ref, f"waits for {', '.join(missing)}")
+                    continue
+            target = least_loaded(self._candidates(ref, configs), load)
+            if target is None:
                 why = (f"assigned to {ref.task.assignee}, which is not running"
                        if ref.task.assignee else "no agent accepts it")
-                result.waiting.append((ref.task.id, why))
+                self._wait(result, ref, why)
                 continue
             if load[target] >= self.max_active:
-                result.waiting.append((ref.task.id, f"{target} is busy"))
+                self._wait(result, ref, f"{target} is busy")
                 continue
             load[target] += 1
+            free -= 1
             claims.append((ref, target))
-        # One batch: the claimed files' rewrites share their flushes to disk.
         for (_, target), got in zip(claims, self.board.claim_many(claims), strict=True):
             if got is not None:
                 result.claimed[target] += 1
+        if len(self._routes) > 4 * self.board.pending_count + 1024:
+            self._routes = {p: r for p, r in self._routes.items() if self.board.is_pending(r[0])}
         return result
+
+    def _candidates(self, ref: TaskRef, configs: list[AgentConfig]) -> list[str]:
+        hit = self._routes.get(ref.path)
+        if hit is not None and hit[0] is ref:
+            return hit[1]
+        names = candidates(ref.task, configs)
+        self._routes[ref.path] = (ref, names)
+        return names
+
+    @staticmethod
+    def _wait(result: DispatchResult, ref: TaskRef, why: str) -> None:
+        if len(result.waiting) < WAITING_SHOWN:
+            result.waiting.append((ref.id, why))

@@ -299,7 +299,7 @@ class PostOffice:
         extra = {k: v for k, v in fields.items() if k not in known}
         message_id = known.pop("id", None) or new_message_id()
         sent_at = utcnow()
-        staged: list[tuple[Mailbox, Staged]] = []
+        todo: list[tuple[Mailbox, Message]] = []
         for name in names:
             box = self.mailbox(name)
             if box.has(message_id):
@@ -308,8 +308,12 @@ class PostOffice:
                 id=message_id, from_=sender, to=name, subject=subject, sent_at=sent_at,
                 body=body, extra=extra, **known,
             )  # fmt: skip
-            staged.append((box, box.stage(message, fsync=False)))
-        if self.fsync:  # every copy reaches the disk before any is visible
+            todo.append((box, message))
+        # Every copy reaches the disk before any is visible: one copy is flushed as it is
+        # written (shared with other threads' writes), several as one batch.
+        one = len(todo) == 1
+        staged = [(box, box.stage(m, fsync=self.fsync and one)) for box, m in todo]
+        if self.fsync and not one:
             fsync_all([s.tmp for _, s in staged])
         delivered = [p for box, s in staged if (p := box.commit(s)) is not None]
         if self.sync_dirs:

@@ -36,26 +36,30 @@ def skill_score(task: Task, agent: AgentConfig, task_words: set[str] | None = No
     return score
 
 
+def candidates(task: Task, agents: Sequence[AgentConfig]) -> list[str]:
+    """The agents that may take `task`, before load is considered (empty: nobody).
+
+    1. the assignee, if that agent exists; 2. the agents with the best skills match;
+    3. the agents with `accepts_unassigned`.
+    """
+    if task.assignee and any(a.name == task.assignee for a in agents):
+        return [task.assignee]
+    task_words = words(f"{task.title} {task.body}")
+    scored = [(skill_score(task, a, task_words), a.name) for a in agents if a.skills]
+    best = max((score for score, _ in scored), default=0)
+    if best > 0:
+        return [name for score, name in scored if score == best]
+    return [a.name for a in agents if a.accepts_unassigned]
+
+
+def least_loaded(names: Sequence[str], load: Mapping[str, int]) -> str | None:
+    """Of `names`, the one with the fewest active tasks (ties: by name)."""
+    return min(names, key=lambda n: (load.get(n, 0), n), default=None)
+
+
 def route_task(
     task: Task, agents: Sequence[AgentConfig], load: Mapping[str, int] | None = None
 ) -> str | None:
-    """The agent that should take `task`, or None if nobody may.
-
-    1. the assignee, if that agent exists; 2. the best skills match (ties: least
-    loaded, then name); 3. the least loaded agent with `accepts_unassigned`.
-    """
-    if not agents:
-        return None
-    load = load or {}
-    if task.assignee and any(a.name == task.assignee for a in agents):
-        return task.assignee
-    task_words = words(f"{task.title} {task.body}")
-    scored = [(skill_score(task, a, task_words), a) for a in agents if a.skills]
-    best = max((score for score, _ in scored), default=0)
-    if best > 0:
-        tied = [a for score, a in scored if score == best]
-        return min(tied, key=lambda a: (load.get(a.name, 0), a.name)).name
-    open_to_all = [a for a in agents if a.accepts_unassigned]
-    if not open_to_all:
-        return None
-    return min(open_to_all, key=lambda a: (load.get(a.name, 0), a.name)).name
+    """The agent that should take `task`, or None if nobody may: of its `candidates`,
+    the least loaded."""
+    return least_loaded(candidates(task, agents), load or {})

@@ -5,12 +5,13 @@ Parsed files are cached by stat, so a scan of an unchanged board reads nothing.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 import os
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from hivemind.errors import FileFormatError
@@ -19,7 +20,7 @@ from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.models import AgentConfig, Task, TaskState
 from hivemind.hive.quarantine import REASON_SUFFIX, quarantine
 from hivemind.hive.routing import route_task
-from hivemind.hive.statcache import Sig, StatCache, sig_of
+from hivemind.hive.statcache import RACY_MARGIN, Sig, StatCache, sig_of
 from hivemind.hive.taskref import TaskRef, md_entries, md_files
 
 logger = logging.getLogger(__name__)
@@ -37,8 +38,23 @@ class TaskIndex:
         self.fsync = fsync
         self._parsed: StatCache[Task] = StatCache()
         self._first_seen: dict[Path, tuple[Sig, float]] = {}
-        self.unsettled = 0  # files the last scan left for later: still being written
         self._pending_ids: dict[str, str] = {}  # file name in tasks/ -> task id
+        # The pending set: settled, readable, unique ids; kept between refreshes.
+        self._pending: dict[Path, TaskRef] = {}
+        self._pending_sig: dict[Path, Sig] = {}
+        self._pending_by_id: dict[str, Path] = {}
+        # (age key, seq, path), sorted; entries whose seq is no longer live are skipped.
+        self._order: list[tuple[tuple[int, float, str], int, Path]] = []
+        self._pending_seq: dict[Path, int] = {}
+        self._seq = 0
+        self._stale = 0
+        self._settling: set[Path] = set()  # files the last refresh left for later
+        self._moved_in: set[Path] = set()  # files this board put into tasks/ itself
+
+    @property
+    def unsettled(self) -> int:
+        """Files the last refresh left for later: still being written."""
+        return len(self._settling)
 
     # -- reading ---------------------------------------------------------------
     def _read(self, path: Path, st: os.stat_result) -> Task:
@@ -63,71 +79,182 @@ class TaskIndex:
         with contextlib.suppress(FileNotFoundError):  # another process moved it first
             quarantine(self.hive, path, reason)
 
-    def scan_pending(self) -> list[TaskRef]:
-        """Stable, readable pending tasks; unreadable files and duplicates are rejected."""
+    def scan_pending(self, changed: Iterable[Path] | None = None) -> list[TaskRef]:
+        """Stable, readable pending tasks, best first (priority, then age); unreadable
+        files and duplicates are rejected. See `refresh_pending` for `changed`."""
+        self.refresh_pending(changed)
+        return list(self.pending_in_order())
+
+    def refresh_pending(self, changed: Iterable[Path] | None = None) -> None:
+        """Bring the pending set up to date with tasks/.
+
+        Without `changed`: list the whole folder. With it: look again only at those
+        files, at files still settling, and at files this board moved into tasks/
+        itself; the caller vouches that nothing else changed (the daemon passes the
+        watcher's events and still lists the whole folder every few seconds).
+        """
         now = time.time()
-        refs: list[TaskRef] = []
-        present: set[Path] = set()
-        self.unsettled = 0
-        for path, st in md_files(self.hive.tasks_dir):
-            present.add(path)
-            if stat.S_ISLNK(st.st_mode):
-                self._reject(path, "a symbolic link is not read as a task; copy the file instead")
+        if changed is None:
+            self._full_scan(now)
+            return
+        look = set(changed) | self._settling | self._moved_in
+        self._settling, self._moved_in = set(), set()
+        fresh: list[TaskRef] = []
+        for path in look:
+            if path.parent != self.hive.tasks_dir or is_temp_name(path.name):
                 continue
-            if not stat.S_ISREG(st.st_mode):
-                self._reject(path, "not a regular file")
-                continue
-            if not self._stable(path, sig_of(st), now):
-                self.unsettled += 1
+            if not path.name.endswith(".md"):
                 continue
             try:
-                task = self._read(path, st)
+                st = os.lstat(path)
             except FileNotFoundError:
-                continue  # claimed by someone else meanwhile
-            except FileFormatError as exc:
-                self._reject(path, exc.reason)
+                self._drop_pending(path)
+                self._first_seen.pop(path, None)
                 continue
-            except OSError as exc:
-                self._reject(path, f"cannot read the file: {exc.strerror}")
+            if stat.S_ISDIR(st.st_mode):
                 continue
-            refs.append(TaskRef(task, path, TaskState.PENDING, None, st.st_mtime))
+            ref = self._check(path, st, now)
+            if ref is not None:
+                fresh.append(ref)
+        self._admit(fresh)
+
+    def _full_scan(self, now: float) -> None:
+        present: set[Path] = set()
+        fresh: list[TaskRef] = []
+        self._settling, self._moved_in = set(), set()
+        for path, st in md_files(self.hive.tasks_dir):
+            present.add(path)
+            ref = self._check(path, st, now)
+            if ref is not None:
+                fresh.append(ref)
         for gone in [p for p in self._first_seen if p not in present]:
             del self._first_seen[gone]
+        for gone in [p for p in self._pending if p not in present]:
+            self._drop_pending(gone)
         self._parsed.keep_only(self.hive.tasks_dir, present)
         names = {p.name for p in present}
         self._pending_ids = {n: i for n, i in self._pending_ids.items() if n in names}
-        return self._without_duplicates(refs)
+        self._admit(fresh)
 
-    def _without_duplicates(self, refs: list[TaskRef]) -> list[TaskRef]:
-        """The first file of an id (by age) stays; later ones are rejected."""
-        elsewhere = self._placed_ids()
-        first: dict[str, Path] = {}
-        kept: list[TaskRef] = []
-        for ref in sorted(refs, key=lambda r: (r.mtime, r.path.name)):
-            other = first.get(ref.id) or elsewhere.get(ref.id)
-            if other is not None and os.path.lexists(other):
+    def _check(self, path: Path, st: os.stat_result, now: float) -> TaskRef | None:
+        """The pending task in `path` if it is settled and readable (else None; an
+        unreadable file is rejected). An unchanged file gives back its known ref."""
+        if stat.S_ISLNK(st.st_mode):
+            self._drop_pending(path)
+            self._reject(path, "a symbolic link is not read as a task; copy the file instead")
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            self._drop_pending(path)
+            self._reject(path, "not a regular file")
+            return None
+        sig = sig_of(st)
+        if not self._stable(path, sig, now):
+            self._drop_pending(path)
+            self._settling.add(path)
+            return None
+        known = self._pending.get(path)
+        if known is not None and self._pending_sig.get(path) == sig:
+            cached = self._parsed.get(path, st)
+            if cached is known.task:
+                return known
+        try:
+            task = self._read(path, st)
+        except FileNotFoundError:
+            self._drop_pending(path)
+            return None  # claimed by someone else meanwhile
+        except FileFormatError as exc:
+            self._drop_pending(path)
+            self._reject(path, exc.reason)
+            return None
+        except OSError as exc:
+            self._drop_pending(path)
+            self._reject(path, f"cannot read the file: {exc.strerror}")
+            return None
+        ref = TaskRef(task, path, TaskState.PENDING, None, st.st_mtime)
+        self._pending_sig[path] = sig
+        if now - st.st_mtime < RACY_MARGIN:
+            self._settling.add(path)  # may change again within the same mtime: look again
+        return ref
+
+    def _admit(self, fresh: list[TaskRef]) -> None:
+        """Put checked refs in the pending set; a file whose id is already taken (by an
+        older pending file or a task elsewhere on the board) is rejected."""
+        new = [r for r in fresh if self._pending.get(r.path) is not r]
+        if not new:
+            return
+        for ref in new:  # an edited file may have changed its id: its old entry goes
+            self._drop_pending(ref.path, keep_sig=True)
+        elsewhere = self._placed_lookup({r.id for r in new})
+        for ref in sorted(new, key=lambda r: (r.mtime, r.path.name)):
+            other = self._pending_by_id.get(ref.id) or elsewhere.get(ref.id)
+            if other is not None and other != ref.path and os.path.lexists(other):
                 where = self.hive.relative(other)
+                self._pending_sig.pop(ref.path, None)
                 self._reject(ref.path, f"duplicate task id {ref.id} (already in {where})")
                 continue
-            first[ref.id] = ref.path
-            kept.append(ref)
-        return kept
+            self._pending[ref.path] = ref
+            self._pending_by_id[ref.id] = ref.path
+            self._seq += 1
+            self._pending_seq[ref.path] = self._seq
+            bisect.insort(self._order, (ref.age_key(), self._seq, ref.path))
 
-    def _placed(self) -> Iterator[tuple[Path, TaskState, str | None]]:
-        """Every task file outside the drop zone with its state and agent."""
+    def _drop_pending(self, path: Path, *, keep_sig: bool = False) -> None:
+        """Forget a file of the pending set (claimed, gone, rejected or changed)."""
+        ref = self._pending.pop(path, None)
+        self._pending_seq.pop(path, None)
+        if not keep_sig:
+            self._pending_sig.pop(path, None)
+        if ref is not None:
+            if self._pending_by_id.get(ref.id) == path:
+                del self._pending_by_id[ref.id]
+            self._stale += 1
+            if self._stale > 64 and self._stale > len(self._pending):
+                live = self._pending_seq
+                self._order = [item for item in self._order if live.get(item[2]) == item[1]]
+                self._stale = 0
+
+    @property
+    def pending_count(self) -> int:
+        """Size of the pending set as of the last refresh."""
+        return len(self._pending)
+
+    def is_pending(self, ref: TaskRef) -> bool:
+        """`ref` is (still) the pending set's entry for its file."""
+        return self._pending.get(ref.path) is ref
+
+    def pending_in_order(self) -> Iterator[TaskRef]:
+        """The pending set as of the last refresh, best first (priority, then age)."""
+        live = self._pending_seq
+        for _, seq, path in list(self._order):
+            if live.get(path) == seq:
+                yield self._pending[path]
+
+    def _placed_lookup(self, ids: set[str]) -> dict[str, Path]:
+        """Where each of `ids` already is outside the drop zone (as `<id>.md`): a few
+        lookups for a few ids, one listing of the board for many."""
+        agents = self.active_agents()
+        if len(ids) * (len(agents) + 2) <= 256:
+            found: dict[str, Path] = {}
+            for task_id in ids:
+                for path, state, _ in self._canonical(task_id):
+                    if state is not TaskState.PENDING and os.path.lexists(path):
+                        found[task_id] = path
+                        break
+            return found
+        return {
+            name[:-3]: Path(folder, name)
+            for folder, name in self._placed_names(agents)
+            if name[:-3] in ids
+        }
+
+    def _placed_names(self, agents: Sequence[str] | None = None) -> Iterator[tuple[str, str]]:
+        """(folder, file name) of every task file outside the drop zone."""
         # Names only: a stat per file would make every scan cost O(finished tasks) syscalls.
-        for agent in self.active_agents():
-            for entry in md_entries(self.hive.active_dir_for(agent)):
-                yield Path(entry.path), TaskState.ACTIVE, agent
-        for folder, state in (
-            (self.hive.done_dir, TaskState.DONE),
-            (self.hive.failed_dir, TaskState.FAILED),
-        ):
+        folders = [self.hive.active_dir_for(a) for a in (agents or self.active_agents())]
+        folders += [self.hive.done_dir, self.hive.failed_dir]
+        for folder in folders:
             for entry in md_entries(folder):
-                yield Path(entry.path), state, None
-
-    def _placed_ids(self) -> dict[str, Path]:
-        return {path.stem: path for path, _, _ in self._placed()}
+                yield str(folder), entry.name
 
     def active_agents(self) -> list[str]:
         """Names of the folders in tasks/active/."""
@@ -258,9 +385,11 @@ class TaskIndex:
     def counts(self) -> dict[TaskState, int]:
         """How many files are in each state."""
         counts = dict.fromkeys(TaskState, 0)
-        counts[TaskState.PENDING] = sum(1 for _ in md_files(self.hive.tasks_dir))
-        for _, state, _ in self._placed():
-            counts[state] += 1
+        # Names only (no stat, no parse): this runs for every STATUS block.
+        counts[TaskState.PENDING] = len(md_entries(self.hive.tasks_dir))
+        counts[TaskState.ACTIVE] = sum(self.load().values())
+        counts[TaskState.DONE] = len(md_entries(self.hive.done_dir))
+        counts[TaskState.FAILED] = len(md_entries(self.hive.failed_dir))
         with contextlib.suppress(FileNotFoundError):
             counts[TaskState.REJECTED] = sum(
                 1

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hivemind.errors import FileFormatError, UserError
-from hivemind.hive.atomic import atomic_write, create_new, fsync_all, move_into, write_temp
+from hivemind.hive.atomic import atomic_write, create_new, move_into
 from hivemind.hive.frontmatter import first_heading, read_task, render_task
 from hivemind.hive.models import Task, TaskState, check_file_id
 from hivemind.hive.taskindex import TaskIndex
@@ -35,30 +35,22 @@ class TaskBoard(TaskIndex):
         return self.claim_many([(ref, agent)])[0]
 
     def claim_many(self, claims: Sequence[tuple[TaskRef, str]]) -> list[TaskRef | None]:
-        """Claim several tasks; their front matter rewrites are fsynced together (one
-        journal commit for the batch instead of one each)."""
+        """Claim several tasks (one look at done/ for their dependencies).
+
+        A claim is the rename alone: the file is not rewritten (the folder says who
+        holds it), so it costs no flush to disk. A claim lost to a power cut leaves the
+        task pending, to be claimed again; anything the agent then makes durable (a
+        message, a result) commits the rename with it.
+        """
         done = self.done_ids() if any(ref.task.depends_on for ref, _ in claims) else set()
-        taken: list[tuple[int, Path, Task, Path]] = []
-        out: list[TaskRef | None] = [None] * len(claims)
-        try:
-            for i, (ref, agent) in enumerate(claims):
-                got = self._take(ref, agent, done)
-                if got is not None:
-                    dest, task = got
-                    text = render_task(task).encode()
-                    taken.append(
-                        (i, dest, task, write_temp(dest.parent, dest.name, text, fsync=False))
-                    )
-            if self.fsync:
-                fsync_all([tmp for *_, tmp in taken])
-        except BaseException:
-            # The renames stand (the folder is the claim); only the rewrites are dropped.
-            for *_, tmp in taken:
-                tmp.unlink(missing_ok=True)
-            raise
-        for i, dest, task, tmp in taken:
-            os.replace(tmp, dest)
-            out[i] = TaskRef(task, dest, TaskState.ACTIVE, task.agent, time.time())
+        out: list[TaskRef | None] = []
+        for ref, agent in claims:
+            got = self._take(ref, agent, done)
+            if got is None:
+                out.append(None)
+                continue
+            dest, task = got
+            out.append(TaskRef(task, dest, TaskState.ACTIVE, agent, time.time()))
         return out
 
     def _take(self, ref: TaskRef, agent: str, done: set[str]) -> tuple[Path, Task] | None:
@@ -73,6 +65,7 @@ class TaskBoard(TaskIndex):
         if os.path.lexists(dest):
             logger.warning("%s: already exists; not claiming %s", dest, ref.path)
             return None
+        self._drop_pending(ref.path)
         if not self._rename(ref.path, dest):
             return None
         try:
@@ -81,7 +74,7 @@ class TaskBoard(TaskIndex):
             self._reject(dest, exc.reason)
             return None
         if task.id != ref.id:  # the name was reused by another file since the scan
-            move_into(dest, self.hive.tasks_dir, ref.path.name)
+            self._moved_in.add(move_into(dest, self.hive.tasks_dir, ref.path.name))
             return None
         update = {"status": TaskState.ACTIVE, "agent": agent, "claimed_at": utcnow()}
         return dest, task.model_copy(update=update)
@@ -115,9 +108,9 @@ class TaskBoard(TaskIndex):
     def complete(self, ref: TaskRef, result: str, agent: str) -> TaskRef:
         """Append `## Result`, mark done and move the task to done/."""
         task = self._owned(ref, agent)
-        # Already marked done here: a crash came between writing the result and the move;
-        # finish the move and keep that first result (never a second `## Result`).
-        if task.status is not TaskState.DONE:
+        # Already marked done here, by this agent: a crash came between writing the result
+        # and the move; finish the move and keep that first result (never a second one).
+        if not (task.status is TaskState.DONE and task.agent == agent and task.finished_at):
             task = task.model_copy(
                 update={
                     "status": TaskState.DONE,
@@ -151,6 +144,8 @@ class TaskBoard(TaskIndex):
         atomic_write(ref.path, render_task(task), fsync=self.fsync)
         folder.mkdir(parents=True, exist_ok=True)
         dest = move_into(ref.path, folder, f"{task.id}.md")
+        if retry:
+            self._moved_in.add(dest)
         return TaskRef(task, dest, state, None if retry else agent, time.time())
 
     def create(self, task: Task, created_by: str | None = None) -> TaskRef:
@@ -174,6 +169,7 @@ class TaskBoard(TaskIndex):
         if not create_new(path, render_task(task), fsync=self.fsync):
             raise UserError(f"duplicate task id {task.id} (already in {self.hive.relative(path)})")
         self._pending_ids[path.name] = task.id
+        self._moved_in.add(path)
         return TaskRef(task, path, TaskState.PENDING, None, time.time())
 
     def new_task_id(self, title: str) -> str:

@@ -1,0 +1,143 @@
+"""Dispatch: the pending set kept from events, best-first claims, stopping when full."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hivemind.daemon.dispatch import Dispatcher
+from hivemind.hive.layout import Hive
+from hivemind.hive.models import AgentConfig, TaskState
+from hivemind.hive.quarantine import rejected
+from hivemind.hive.tasks import TaskBoard
+
+
+def drop(hive: Hive, name: str, text: str) -> Path:
+    path = hive.tasks_dir / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def agents(*specs: tuple[str, list[str]]) -> dict[str, AgentConfig]:
+    return {n: AgentConfig(name=n, skills=s) for n, s in specs}
+
+
+@pytest.fixture
+def board(hive: Hive) -> TaskBoard:
+    return TaskBoard(hive, settle_time=0)
+
+
+def ids(board: TaskBoard) -> list[str]:
+    return [r.id for r in board.pending_in_order()]
+
+
+def test_a_refresh_with_changes_looks_only_at_the_named_files(hive: Hive, board: TaskBoard) -> None:
+    drop(hive, "a.md", "# A\n")
+    board.refresh_pending()
+    b = drop(hive, "b.md", "# B\n")
+    board.refresh_pending(changed=[])
+    assert ids(board) == ["a"]  # nobody named b.md: tasks/ was not listed
+    board.refresh_pending(changed=[b])
+    assert sorted(ids(board)) == ["a", "b"]
+    drop(hive, "c.md", "# C\n")
+    board.refresh_pending()  # the full listing finds what no event named
+    assert sorted(ids(board)) == ["a", "b", "c"]
+
+
+def test_named_files_that_changed_or_left_are_read_again(hive: Hive, board: TaskBoard) -> None:
+    a = drop(hive, "a.md", "# A\n")
+    b = drop(hive, "b.md", "# B\n")
+    board.refresh_pending()
+    a.write_text("---\npriority: critical\n---\n# A, urgent now\n", encoding="utf-8")
+    b.unlink()
+    board.refresh_pending(changed=[a, b])
+    [ref] = board.pending_in_order()
+    assert (ref.id, ref.task.title, ref.task.priority.value) == ("a", "A, urgent now", "critical")
+
+
+def test_pending_tasks_come_best_first(hive: Hive, board: TaskBoard) -> None:
+    drop(hive, "low.md", "---\npriority: low\ncreated_at: 2026-01-01T00:00:00Z\n---\n# L\n")
+    drop(hive, "old.md", "---\ncreated_at: 2026-01-01T00:00:00Z\n---\n# Old\n")
+    drop(hive, "new.md", "---\ncreated_at: 2026-02-01T00:00:00Z\n---\n# New\n")
+    drop(hive, "now.md", "---\npriority: critical\n---\n# Now\n")
+    assert [r.id for r in board.scan_pending()] == ["now", "old", "new", "low"]
+
+
+def test_claims_leave_the_set_and_retries_come_back_unnamed(
+    hive: Hive, board: TaskBoard
+) -> None:
+    drop(hive, "a.md", "# A\n")
+    board.refresh_pending()
+    [ref] = board.pending_in_order()
+    claimed = board.claim(ref, "ann")
+    assert claimed is not None and ids(board) == []
+    board.fail(claimed, "try again", "ann")
+    board.refresh_pending(changed=[])  # the board knows what it moved into tasks/ itself
+    assert ids(board) == ["a"]
+
+
+def test_a_duplicate_id_named_by_an_event_is_rejected(hive: Hive, board: TaskBoard) -> None:
+    drop(hive, "a.md", "# A\n")
+    board.refresh_pending()
+    twin = drop(hive, "twin.md", "---\nid: a\n---\n# Twin\n")
+    board.refresh_pending(changed=[twin])
+    assert ids(board) == ["a"]
+    [(kept, reason)] = rejected(hive)
+    assert kept.name == "twin.md" and reason == "duplicate task id a (already in tasks/a.md)"
+
+
+def test_a_task_already_done_is_a_duplicate(hive: Hive, board: TaskBoard) -> None:
+    drop(hive, "a.md", "# A\n")
+    ref = board.claim(board.scan_pending()[0], "ann")
+    assert ref is not None
+    board.complete(ref, "ok", "ann")
+    again = drop(hive, "again.md", "---\nid: a\n---\n# A again\n")
+    board.refresh_pending(changed=[again])
+    assert ids(board) == []
+    [(_, reason)] = rejected(hive)
+    assert reason == "duplicate task id a (already in tasks/done/a.md)"
+
+
+def test_dispatch_fills_every_agent_then_stops(hive: Hive, board: TaskBoard) -> None:
+    for i in range(20):
+        drop(hive, f"t{i:02d}.md", f"# Task {i}\n")
+    dispatcher = Dispatcher(board, max_active=2)
+    team = agents(("ann", []), ("bob", []), ("cy", []))
+    result = dispatcher.dispatch(team)
+    assert result.claimed == {"ann": 2, "bob": 2, "cy": 2}
+    assert len(result.waiting) == 14 and {why for _, why in result.waiting} == {
+        "every agent is busy"
+    }
+    assert board.counts()[TaskState.PENDING] == 14
+    # One task of bob's is done: the next dispatch, told of no change, gives him one.
+    [first, *_] = board.active("bob")
+    board.complete(first, "ok", "bob")
+    again = dispatcher.dispatch(team, changed=[])
+    assert again.claimed == {"bob": 1}
+    assert board.counts()[TaskState.PENDING] == 13
+
+
+def test_dispatch_routes_by_skills_and_follows_rom_edits(hive: Hive, board: TaskBoard) -> None:
+    drop(hive, "doc.md", "# Write the docs\n\nThe install guide.\n")
+    dispatcher = Dispatcher(board, max_active=4)
+    before = agents(("ann", ["docs"]), ("bob", ["install"]))
+    board.refresh_pending()
+    # Both match one word of the task: the tie goes to the least loaded, then by name.
+    assert dispatcher._candidates(next(board.pending_in_order()), list(before.values())) == [
+        "ann", "bob"
+    ]
+    after = agents(("ann", ["billing"]), ("bob", ["install"]))
+    assert dispatcher.dispatch(after).claimed == {"bob": 1}
+
+
+def test_dispatch_says_why_a_task_waits(hive: Hive, board: TaskBoard) -> None:
+    drop(hive, "mine.md", "---\nassignee: zed\n---\n# For zed\n")
+    drop(hive, "later.md", "---\ndepends_on: [mine]\n---\n# After mine\n")
+    ann = AgentConfig(name="ann", accepts_unassigned=False)
+    result = Dispatcher(board).dispatch({"ann": ann})
+    assert dict(result.waiting) == {
+        "mine": "assigned to zed, which is not running",
+        "later": "waits for mine",
+    }
+    assert not result.claimed
