@@ -141,3 +141,18 @@ def test_dispatch_says_why_a_task_waits(hive: Hive, board: TaskBoard) -> None:
         "later": "waits for mine",
     }
     assert not result.claimed
+
+
+def test_load_follows_this_boards_moves_and_rereads_the_disk_later(
+    hive: Hive, board: TaskBoard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a", "b"):
+        drop(hive, f"{name}.md", f"# {name}\n")
+    refs = board.scan_pending()
+    for ref in refs:
+        board.claim(ref, "ann")
+    assert board.load() == {"ann": 2}
+    (hive.active_dir_for("ann") / "a.md").rename(hive.tasks_dir / "a.md")  # by hand
+    assert board.load() == {"ann": 2}  # trusted for LOAD_TTL seconds
+    monkeypatch.setattr("hivemind.hive.taskindex.LOAD_TTL", 0.0)
+    assert board.load() == {"ann": 1}

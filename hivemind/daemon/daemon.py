@@ -30,6 +30,9 @@ from hivemind.ltm.store import LongTermMemory
 BACKOFF_START = 2.0
 BACKOFF_MAX = 300.0
 GIVE_UP_WHEN_IDLE = 3  # failed cycles in a row before --until-idle stops waiting
+CONFIGS_TTL = 1.0  # routing re-reads the ROMs at least this often
+FIGURES_TTL = 2.0  # hive figures (tasks per state) in STATUS blocks are this fresh
+FULL_DISPATCH_EVERY = 12  # rescan intervals between full listings of tasks/ by dispatch
 
 
 @dataclass
@@ -82,6 +85,8 @@ class Daemon:
         self._dispatch_wanted = asyncio.Event()
         self._changed_tasks: set[Path] = set()  # task files named by the watcher
         self._full_dispatch_at = 0.0  # when tasks/ is next listed whole
+        self._configs_cache: dict[str, AgentConfig] | None = None
+        self._configs_at = 0.0
         self._on_cycle = on_cycle
         self._figures_cache: tuple[float, dict[str, object]] = (0.0, {})
         self._last_activity = time.monotonic()
@@ -105,18 +110,23 @@ class Daemon:
         return self.options.agents is None or name in self.options.agents
 
     def _configs(self) -> dict[str, AgentConfig]:
-        out = {}
-        for name in self.runners:
-            cfg = self.runners[name].agent.config()
-            if cfg is not None:
-                out[name] = cfg
-        return out
+        """Each running agent's config, for routing: read again when a ROM event comes,
+        an agent comes or goes, or after CONFIGS_TTL (edits the watcher missed)."""
+        now = time.monotonic()
+        if self._configs_cache is None or now >= self._configs_at + CONFIGS_TTL:
+            out = {}
+            for name in self.runners:
+                cfg = self.runners[name].agent.config()
+                if cfg is not None:
+                    out[name] = cfg
+            self._configs_cache, self._configs_at = out, now
+        return self._configs_cache
 
     def _figures(self) -> dict[str, object]:
-        """Hive figures for STATUS blocks, computed at most every half second."""
+        """Hive figures for STATUS blocks, computed at most every FIGURES_TTL seconds."""
         at, figures = self._figures_cache
         now = time.monotonic()
-        if now - at > 0.5:
+        if now - at > FIGURES_TTL:
             figures = self.services.board_figures()
             self._figures_cache = (now, figures)
         return figures
@@ -180,6 +190,7 @@ class Daemon:
         agent.recover()
         runner = AgentRunner(agent=agent)
         self.runners[name] = runner
+        self._configs_cache = None
         runner.wake.set()
         runner.task = tg.create_task(self._agent_loop(runner))
 
@@ -257,9 +268,11 @@ class Daemon:
             changed: set[Path] | None = self._changed_tasks
             self._changed_tasks = set()
             if now >= self._full_dispatch_at:
-                # Now and then, list tasks/ whole: whatever no event told us about.
+                # Now and then, list tasks/ whole. The watcher's own rescan already turns
+                # whatever the OS did not report into events; this is the last resort.
                 changed = None
-                self._full_dispatch_at = now + self.config.daemon.rescan_interval
+                interval = self.config.daemon.rescan_interval * FULL_DISPATCH_EVERY
+                self._full_dispatch_at = now + interval
             try:
                 result = self.dispatcher.dispatch(self._configs(), changed)
             except OSError as exc:
@@ -293,13 +306,17 @@ class Daemon:
             self._changed_tasks.add(event.path)
             self.request_dispatch()
         elif kind in (HiveEventKind.MAIL_ARRIVED, HiveEventKind.ROM_CHANGED) and name:
+            if kind is HiveEventKind.ROM_CHANGED:
+                self._configs_cache = None
             self.wake_agents([name])
         elif kind is HiveEventKind.AGENT_ADDED and name and self._wanted(name):
+            self._configs_cache = None
             if name not in self.runners:
                 self._start_agent(tg, name)
                 self.request_dispatch()
         elif kind is HiveEventKind.AGENT_REMOVED and name and name in self.runners:
             runner = self.runners.pop(name)
+            self._configs_cache = None
             runner.stop = True
             runner.wake.set()
         elif kind is HiveEventKind.FILE_CHANGED:

@@ -25,6 +25,9 @@ from hivemind.hive.taskref import TaskRef, md_entries, md_files
 
 logger = logging.getLogger(__name__)
 
+LOAD_TTL = 2.0
+"""Seconds the active count per agent is trusted without listing tasks/active/ again."""
+
 
 class TaskIndex:
     """The board as it is on disk: pending (settled, valid), active, done; lookups.
@@ -50,6 +53,8 @@ class TaskIndex:
         self._stale = 0
         self._settling: set[Path] = set()  # files the last refresh left for later
         self._moved_in: set[Path] = set()  # files this board put into tasks/ itself
+        self._load: dict[str, int] | None = None  # active tasks per agent (see `load`)
+        self._load_at = 0.0
 
     @property
     def unsettled(self) -> int:
@@ -282,10 +287,20 @@ class TaskIndex:
         return sorted(refs, key=TaskRef.age_key)
 
     def load(self) -> dict[str, int]:
-        """Active tasks per agent."""
-        return {
-            a: len(md_entries(self.hive.active_dir_for(a))) for a in self.active_agents()
-        }
+        """Active tasks per agent: kept up to date by this board's own moves, and listed
+        from tasks/active/ again every LOAD_TTL seconds for moves made elsewhere."""
+        now = time.monotonic()
+        if self._load is None or now - self._load_at > LOAD_TTL:
+            self._load = {
+                a: len(md_entries(self.hive.active_dir_for(a))) for a in self.active_agents()
+            }
+            self._load_at = now
+        return dict(self._load)
+
+    def _loaded(self, agent: str, delta: int) -> None:
+        """This board moved a task into (+1) or out of (-1) active/<agent>/."""
+        if self._load is not None:
+            self._load[agent] = max(0, self._load.get(agent, 0) + delta)
 
     def done_ids(self) -> set[str]:
         """Ids of the tasks in done/."""

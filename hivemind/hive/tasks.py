@@ -50,6 +50,7 @@ class TaskBoard(TaskIndex):
                 out.append(None)
                 continue
             dest, task = got
+            self._loaded(agent, +1)
             out.append(TaskRef(task, dest, TaskState.ACTIVE, agent, time.time()))
         return out
 
@@ -122,6 +123,7 @@ class TaskBoard(TaskIndex):
             atomic_write(ref.path, render_task(task), fsync=self.fsync)
         self.hive.done_dir.mkdir(parents=True, exist_ok=True)
         dest = move_into(ref.path, self.hive.done_dir, f"{task.id}.md")
+        self._loaded(agent, -1)
         return TaskRef(task, dest, TaskState.DONE, agent, time.time())
 
     def fail(self, ref: TaskRef, reason: str, agent: str, *, final: bool = False) -> TaskRef:
@@ -144,6 +146,7 @@ class TaskBoard(TaskIndex):
         atomic_write(ref.path, render_task(task), fsync=self.fsync)
         folder.mkdir(parents=True, exist_ok=True)
         dest = move_into(ref.path, folder, f"{task.id}.md")
+        self._loaded(agent, -1)
         if retry:
             self._moved_in.add(dest)
         return TaskRef(task, dest, state, None if retry else agent, time.time())

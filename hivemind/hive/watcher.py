@@ -15,6 +15,7 @@ import contextlib
 import enum
 import logging
 import os
+import threading
 import time
 import warnings
 from collections.abc import Iterable
@@ -98,7 +99,7 @@ class _Handler(FileSystemEventHandler):
             if event.is_directory:
                 self._directory(rel)
             elif classify(rel, self.watcher.watch_globs):
-                self.watcher._threadsafe(self.watcher._on_raw, Path(text))
+                self.watcher._raw_from_thread(Path(text))
 
     def _directory(self, rel: str) -> None:
         parts = rel.split("/")
@@ -139,8 +140,15 @@ class HiveWatcher:
         self._kick = asyncio.Event()
         self._known: dict[Path, Sig] = {}
         self._agents: set[str] = set()
-        self._settling: dict[Path, asyncio.Task[None]] = {}
-        self._last_raw: dict[Path, float] = {}  # monotonic time of the last OS event
+        # Paths waiting to settle: monotonic time of their last OS event, and the stat
+        # seen at their last check (None before the first). One timer serves them all.
+        self._last_raw: dict[Path, float] = {}
+        self._seen_sig: dict[Path, Sig | None] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._checking: asyncio.Task[None] | None = None
+        # Raw paths from the observer thread, handed over in batches (one loop wake-up).
+        self._inbox: list[Path] = []
+        self._inbox_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------
     async def __aenter__(self) -> HiveWatcher:
@@ -169,11 +177,14 @@ class HiveWatcher:
             self._state = _State.CLOSED
             return
         self._state = _State.CLOSED
-        tasks = [t for t in (self._rescanner, *self._settling.values()) if t is not None]
+        if self._timer is not None:
+            self._timer.cancel()
+        tasks = [t for t in (self._rescanner, self._checking) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._settling.clear()
+        self._last_raw.clear()
+        self._seen_sig.clear()
         if self._observer is not None:
             observer, self._observer = self._observer, None
             observer.stop()
@@ -235,39 +246,88 @@ class HiveWatcher:
     def _kick_rescan(self) -> None:
         self._kick.set()
 
+    def _raw_from_thread(self, path: Path) -> None:
+        """Observer thread: queue the path; wake the loop only if the queue was empty."""
+        with self._inbox_lock:
+            first = not self._inbox
+            self._inbox.append(path)
+        if first:
+            self._threadsafe(self._take_inbox)
+
+    def _take_inbox(self) -> None:
+        with self._inbox_lock:
+            paths, self._inbox = self._inbox, []
+        for path in paths:
+            self._on_raw(path)
+
     def _on_raw(self, path: Path) -> None:
         if self._state is not _State.RUNNING:
             return
+        if path not in self._last_raw:
+            self._seen_sig[path] = None
         self._last_raw[path] = time.monotonic()
-        if path not in self._settling:
-            self._settling[path] = asyncio.create_task(self._settle(path))
+        self._arm(self.settle_time)
 
-    async def _settle(self, path: Path) -> None:
-        """Hand the file on once it has been still for settle_time: no OS event for that
-        long and an mtime at least that old (or, with a skewed clock, an unchanged stat)."""
+    def _arm(self, delay: float) -> None:
+        """Make sure the settle check runs within `delay` seconds."""
+        loop = self._loop
+        if loop is None or self._checking is not None:
+            return  # a check is running; it re-arms for what is left
+        when = loop.time() + max(0.0, delay)
+        if self._timer is not None:
+            if self._timer.when() <= when:
+                return
+            self._timer.cancel()
+        self._timer = loop.call_at(when, self._start_check)
+
+    def _start_check(self) -> None:
+        self._timer = None
+        if self._state is _State.RUNNING and self._checking is None:
+            self._checking = asyncio.create_task(self._check_settled(), name="hive-settle")
+
+    async def _check_settled(self) -> None:
+        """Hand on every path that has been still for settle_time: no OS event for that
+        long and an mtime at least that old (or, with a skewed clock, an unchanged stat).
+        On a local disk the stats are taken right here (microseconds each); with
+        polling (a network filesystem) in a worker thread, one trip per batch."""
         try:
-            before: Sig | None = None
-            while True:
-                quiet = self._last_raw[path] + self.settle_time - time.monotonic()
-                if quiet > 0:
-                    await asyncio.sleep(quiet)
-                    continue
-                sig = await asyncio.to_thread(lstat_sig, path)
-                if sig is None:
-                    break
-                age = time.time() - sig[2] / 1e9
-                if age >= self.settle_time or sig == before:
-                    break
-                # Written within settle_time but no event said so (polling, rescan, NFS).
-                before = sig
-                self._last_raw[path] = time.monotonic() - max(age, 0.0)
-            self._hand_on(path, sig)
+            now = time.monotonic()
+            due = [p for p, at in self._last_raw.items() if now - at >= self.settle_time]
+            if due:
+                sigs = (
+                    await asyncio.to_thread(lambda: [lstat_sig(p) for p in due])
+                    if self.poll
+                    else [lstat_sig(p) for p in due]
+                )
+                wall = time.time()
+                for path, sig in zip(due, sigs, strict=True):
+                    self._settle_one(path, sig, wall)
         except Exception:
             # One bad path must not silence the watcher; the next rescan retries it.
-            logger.exception("%s: could not check the file", path)
+            logger.exception("%s: could not check changed files", self.hive.root)
         finally:
-            self._settling.pop(path, None)
-            self._last_raw.pop(path, None)
+            self._checking = None
+            if self._last_raw and self._state is _State.RUNNING:
+                soonest = min(self._last_raw.values()) + self.settle_time - time.monotonic()
+                self._arm(soonest)
+
+    def _settle_one(self, path: Path, sig: Sig | None, wall: float) -> None:
+        if path not in self._last_raw:
+            return
+        if sig is not None:
+            age = wall - sig[2] / 1e9
+            before = self._seen_sig.get(path)
+            if age < self.settle_time and sig != before:
+                # Written within settle_time but no event said so (polling, rescan, NFS).
+                self._seen_sig[path] = sig
+                self._last_raw[path] = time.monotonic() - max(age, 0.0)
+                return
+        del self._last_raw[path]
+        self._seen_sig.pop(path, None)
+        try:
+            self._hand_on(path, sig)
+        except Exception:
+            logger.exception("%s: could not hand the change on", path)
 
     def _hand_on(self, path: Path, sig: Sig | None) -> None:
         try:
@@ -318,10 +378,10 @@ class HiveWatcher:
     def _reconcile(self, snapshot: dict[Path, Sig]) -> None:
         """Feed every difference between disk and what was handed on through settling."""
         for path, sig in snapshot.items():
-            if self._known.get(path) != sig and path not in self._settling:
+            if self._known.get(path) != sig and path not in self._last_raw:
                 self._on_raw(path)
         for path in [p for p in self._known if p not in snapshot]:
-            if path not in self._settling:
+            if path not in self._last_raw:
                 self._on_raw(path)
 
     def rescan_now(self) -> None:
