@@ -34,7 +34,7 @@ def test_concurrent_writers_share_flushes(tmp_path: Path) -> None:
                 os.write(fd, b"data\n" * 100)
                 flusher.flush(fd)
                 os.close(fd)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+        except BaseException as exc:  # handed to the test thread
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]

@@ -100,14 +100,31 @@ async def test_stable_blocks_come_first_in_context_order_then_by_id(root: Path) 
         "knowledge/delegation.md",
         "src/app.py",
         "src/app.py:1-1",
+        "history:1",
+        "history:2",
         "context:project",
         "task:t1",
         "msg:1.md",
-        "history:1",
-        "history:2",
         "status:mail",
     ]
     assert built.stable_count == 4
+
+
+async def test_a_cycle_that_only_adds_history_keeps_the_old_context_up_to_its_history(
+    root: Path,
+) -> None:
+    # History only grows (oldest first) while tasks, mail and status change wholesale:
+    # with history first among the volatile blocks, the previous context survives up
+    # to its last history entry, which a prompt cache can serve.
+    engine = Engine(root)
+    first = (await engine.build(every_kind())).to_json()
+    later_blocks = [b for b in every_kind() if not isinstance(b, StatusBlock)]
+    later_blocks += [HistoryBlock(id="history:3", action="write_file", timestamp=NOW),
+                     StatusBlock(status_type="mail", value={"new": 2}, timestamp=NOW)]
+    later = (await engine.build(later_blocks)).to_json()
+    kept = first[: first.index('{"id":"context:project"')]
+    assert later.startswith(kept)
+    assert '"history:2"' in kept
 
 
 async def test_json_parts_concatenate_to_the_whole_context(root: Path) -> None:

@@ -48,7 +48,9 @@ class AuditLog:
     def append(self, event: str, **fields: Any) -> dict[str, Any]:
         """Write one record (with `event` and `at`) durably; returns it."""
         record = {"event": event, "at": utcnow().isoformat(), **fields}
-        line = json.dumps(_redact(record, self._secrets), default=str, ensure_ascii=False)
+        line = json.dumps(record, default=str, ensure_ascii=False)
+        if self._needs_redacting(line):
+            line = json.dumps(_redact(record, self._secrets), default=str, ensure_ascii=False)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lead = self._torn_tail()
         with open(self.path, "a", encoding="utf-8") as fh:
@@ -57,6 +59,17 @@ class AuditLog:
             if self.fsync:
                 os.fsync(fh.fileno())
         return record
+
+    def _needs_redacting(self, line: str) -> bool:
+        """True if the JSON line holds a secret-looking key or a known secret.
+
+        JSON escapes a string character by character, so a secret inside any string
+        of the record shows in the line as the secret's own escaped form.
+        """
+        lowered = line.lower()
+        return any(f'"{k}":' in lowered for k in _REDACT_KEYS) or any(
+            s in line or json.dumps(s, ensure_ascii=False)[1:-1] in line for s in self._secrets
+        )
 
     def _torn_tail(self) -> str:
         """A newline to write first if the file ends inside a line (a write a kill cut short).

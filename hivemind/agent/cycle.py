@@ -32,6 +32,7 @@ from hivemind.llm.base import (
     ToolCall,
     ToolResult,
     ToolResultsTurn,
+    ToolSpec,
     Turn,
     Usage,
 )
@@ -144,6 +145,8 @@ class Agent:
         self.config_error: str | None = None
         self.last_error: str | None = None
         self._last_request: str | None = None
+        # (ids of the specs, their JSON, the specs: kept alive so no id is reused)
+        self._tools_text: tuple[tuple[int, ...], str, list[ToolSpec]] | None = None
 
     def recover(self) -> list[int]:
         """On daemon start: mark interrupted cycles, restore counters and budgets."""
@@ -459,10 +462,18 @@ class Agent:
         self.s.task_changed()
         return True
 
+    def _tools_json(self, tools: list[ToolSpec]) -> str:
+        """The tool definitions as sent; the registry hands out the same spec objects
+        while the allow-list is unchanged, so they are dumped once."""
+        key = tuple(id(t) for t in tools)
+        if self._tools_text is None or self._tools_text[0] != key:
+            self._tools_text = (key, json.dumps([t.model_dump() for t in tools]), tools)
+        return self._tools_text[1]
+
     def _prefix_reuse(self, request: ModelRequest) -> float | None:
         """Share of this request (tools, system, context, in the order sent) that repeats
         a prefix of the previous cycle's request: what a prompt cache can serve."""
-        text = (json.dumps([t.model_dump() for t in request.tools]) + request.system
+        text = (self._tools_json(request.tools) + request.system
                 + request.context_stable + request.context_volatile)
         previous, self._last_request = self._last_request, text
         if previous is None or not text:

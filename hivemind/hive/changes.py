@@ -60,12 +60,20 @@ def snapshot(hive: Hive, watch_globs: Iterable[str] = ()) -> dict[Path, Sig]:
         if sig is not None:
             out[path] = sig
 
+    def add_entry(entry: os.DirEntry[str]) -> None:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            out[Path(entry.path)] = sig_of(st)
+
     for entry in _scan(hive.tasks_dir):
         if entry.name.endswith(".md"):
-            add(Path(entry.path))
+            add_entry(entry)
     for box in _scan(hive.mailboxes_dir):
         for entry in _scan(Path(box.path) / "new"):
-            add(Path(entry.path))
+            add_entry(entry)
     for agent in _scan(hive.agents_dir):
         rom = Path(agent.path) / "ROM.md"
         if os.path.lexists(rom):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hivemind.errors import ConfigError
+from hivemind.hive.paths import walk_below
 
 HUMAN = "human"
 """The mailbox people read; not an agent."""
@@ -23,6 +25,8 @@ class Hive:
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).resolve()
+        self._root = os.fspath(self.root)
+        self._root_prefix = self._root.rstrip("/") + "/"
 
     def __repr__(self) -> str:
         return f"Hive({str(self.root)!r})"
@@ -137,6 +141,11 @@ class Hive:
 
     def relative(self, path: Path) -> str:
         """`path` relative to the hive root as a POSIX string (or absolute if outside)."""
+        # Most paths lie under the (real) root with no symlink below it: then only
+        # their parts below the root are stat'ed. Anything else resolves in full.
+        walked = walk_below(self._root, os.fspath(path))
+        if walked is not None:
+            return walked[0][len(self._root_prefix):]
         try:
             return path.resolve().relative_to(self.root).as_posix()
         except ValueError:

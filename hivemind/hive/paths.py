@@ -28,38 +28,88 @@ def resolve_inside(
     `..` and symlinks are resolved (also for a file yet to be created: its existing
     parents must resolve inside). `allowed` defaults to `[root]`.
     """
-    root = Path(root).resolve()
     text = os.fspath(path)
     if "\0" in text:
         raise PathEscapeError(f"{text!r}: a path must not contain a NUL byte")
     if not text.strip():
         raise PathEscapeError("an empty path names no file")
-    folders = [root] if allowed is None else [_absolute(root, a) for a in allowed]
-    candidate = Path(text).expanduser() if text.startswith("~") else Path(text)
-    if not candidate.is_absolute():
-        candidate = root / candidate
-    # realpath follows every symlink of the existing prefix and normalises the rest.
-    real = Path(os.path.realpath(candidate))
-    if not any(real == f or real.is_relative_to(f) for f in folders):
-        shown = ", ".join(_show(root, f) for f in folders)
-        why = "" if real == candidate else f" (it resolves to {real})"
+    root_s = real_root(os.fspath(root))
+    folders = [root_s] if allowed is None else [
+        realpath_under(root_s, os.path.join(root_s, os.fspath(a)))[0] for a in allowed
+    ]
+    candidate = os.path.expanduser(text) if text.startswith("~") else text
+    if not os.path.isabs(candidate):
+        candidate = os.path.join(root_s, candidate)
+    # Every symlink of the existing prefix is followed and the rest normalised.
+    real, st = realpath_under(root_s, candidate)
+    if not any(_within(real, f) for f in folders):
+        shown = ", ".join(_show(Path(root_s), Path(f)) for f in folders)
+        why = "" if Path(real) == Path(candidate) else f" (it resolves to {real})"
         raise PathEscapeError(f"{text}: outside the allowed folders ({shown}){why}")
     if forbid_hardlinks:
-        try:
-            st = os.lstat(real)
-        except FileNotFoundError:
-            return real
+        if st is None:
+            try:
+                st = os.lstat(real)
+            except FileNotFoundError:
+                return Path(real)
         if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
             raise PathEscapeError(
                 f"{text}: the file has {st.st_nlink} hard links; a hard link may reach "
                 "a file outside the allowed folders, so it is refused"
             )
-    return real
+    return Path(real)
 
 
-def _absolute(root: Path, folder: Path) -> Path:
-    folder = Path(folder)
-    return Path(os.path.realpath(folder if folder.is_absolute() else root / folder))
+@lru_cache(maxsize=256)
+def _real_absolute_root(root: str) -> str:
+    return os.path.realpath(root)
+
+
+def real_root(root: str) -> str:
+    """The real path of a hive root; an absolute one is resolved once per process
+    (a hive does not move under a running daemon), a relative one every time."""
+    return _real_absolute_root(root) if os.path.isabs(root) else os.path.realpath(root)
+
+
+def realpath_under(real_root: str, path: str) -> tuple[str, os.stat_result | None]:
+    """`os.path.realpath(path)` for an absolute `path`, and the lstat of its last part
+    when it was taken (see `walk_below`; None otherwise)."""
+    walked = walk_below(real_root, path)
+    return walked if walked is not None else (os.path.realpath(path), None)
+
+
+def walk_below(real_root: str, path: str) -> tuple[str, os.stat_result | None] | None:
+    """The real path of `path` when it lies under `real_root` (itself real) and no
+    part below the root is a symlink, `.`, `..` or empty; else None.
+
+    One lstat per part below the root, none above it: what `os.path.realpath` would
+    find there, for less. Also the lstat of the last part (None if it is missing).
+    """
+    prefix = real_root.rstrip("/") + "/"
+    if not path.startswith(prefix) or path == prefix:
+        return None
+    current = prefix[:-1]
+    st: os.stat_result | None = None
+    missing = False
+    for part in path[len(prefix):].split("/"):
+        if part in ("", ".", ".."):
+            return None
+        current = f"{current}/{part}"
+        if missing:
+            continue
+        try:
+            st = os.lstat(current)
+        except OSError:
+            # Nothing below a part that cannot be stat'ed can be a symlink either.
+            missing, st = True, None
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            return None
+    return current, st
+
+
+def _within(real: str, folder: str) -> bool:
+    return real == folder or real.startswith(folder.rstrip("/") + "/")
 
 
 def _show(root: Path, folder: Path) -> str:

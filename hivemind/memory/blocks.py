@@ -45,16 +45,19 @@ class BlockType(StrEnum):
     CONTEXT = "context"
 
 
-# Stable blocks first, volatile last, so the stable prefix can be cached.
+# Stable blocks first, volatile last, so the stable prefix can be cached. Among the
+# volatile ones, history (oldest first, a cycle only appends to it) comes before the
+# blocks that change wholesale each cycle (summaries, tasks, mail, status): the
+# previous request then survives up to its last history entry, for the prompt cache.
 STABLE_TYPES: tuple[BlockType, ...] = (BlockType.ROM, BlockType.KNOWLEDGE, BlockType.FILE)
 CONTEXT_ORDER: tuple[BlockType, ...] = (
     BlockType.ROM,
     BlockType.KNOWLEDGE,
     BlockType.FILE,
+    BlockType.HISTORY,
     BlockType.CONTEXT,
     BlockType.TASK,
     BlockType.MESSAGE,
-    BlockType.HISTORY,
     BlockType.STATUS,
 )
 

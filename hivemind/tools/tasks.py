@@ -71,30 +71,34 @@ async def create_task(ctx: ToolContext, args: CreateTaskInput) -> str:
     return f"created task {ref.task.id} ({ctx.hive.relative(ref.path)})"
 
 
+def _finish(ctx: ToolContext, task_id: str, text: str, success: bool) -> TaskRef:
+    """Move the task, then consolidate its memory: one trip to a worker thread."""
+    ref, board = ctx.active_tasks[task_id], ctx.board
+    after = board.complete(ref, text, ctx.agent) if success else board.fail(ref, text, ctx.agent)
+    del ctx.active_tasks[task_id]
+    (ctx.effects.tasks_completed if success else ctx.effects.tasks_failed).append(task_id)
+    end_task_memory(ctx, ref, success)
+    return after
+
+
 async def complete_task(ctx: ToolContext, args: CompleteTaskInput) -> str:
     ref = _held(ctx, args.task_id)
     await _notify(ctx, ref, "done", args.result)
-    done = await asyncio.to_thread(ctx.board.complete, ref, args.result, ctx.agent)
-    del ctx.active_tasks[args.task_id]
-    ctx.effects.tasks_completed.append(args.task_id)
-    await asyncio.to_thread(end_task_memory, ctx, ref, True)
+    done = await asyncio.to_thread(_finish, ctx, args.task_id, args.result, True)
     return f"task {args.task_id} is done ({ctx.hive.relative(done.path)})"
 
 
 async def fail_task(ctx: ToolContext, args: FailTaskInput) -> str:
     ref = _held(ctx, args.task_id)
     await _notify(ctx, ref, "failed", args.reason)
-    after = await asyncio.to_thread(ctx.board.fail, ref, args.reason, ctx.agent)
-    del ctx.active_tasks[args.task_id]
-    ctx.effects.tasks_failed.append(args.task_id)
-    await asyncio.to_thread(end_task_memory, ctx, ref, False)
+    after = await asyncio.to_thread(_finish, ctx, args.task_id, args.reason, False)
     return f"task {args.task_id} failed; now {after.state.value}"
 
 
 def notice_id(ref: TaskRef, outcome: str) -> str:
     """The id of the notice that a claimed task ended: the same on every retry."""
     t = ref.task
-    key = f"{t.id}\0{t.claimed_at}\0{t.attempts}\0{outcome}"
+    key = f"{t.id}\0{t.attempts}\0{outcome}"  # one claim per attempt
     return f"{outcome}-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
 
 

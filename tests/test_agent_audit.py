@@ -1,0 +1,50 @@
+"""The audit log redacts secrets wherever they hide in a record, and nothing else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hivemind.agent.audit import AuditLog
+
+
+def last_line(path: Path) -> str:
+    return path.read_text(encoding="utf-8").splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "secret",
+    ["sk-plain-123", 'sk-"quoted"\\back', "sk-new\nline", "sk-ünïcode-✓"],
+    ids=["plain", "json-escaped-chars", "newline", "non-ascii"],
+)
+def test_a_known_secret_is_redacted_wherever_it_is(tmp_path: Path, secret: str) -> None:
+    log = AuditLog(tmp_path / "a.jsonl", secrets=(secret,), fsync=False)
+    log.append("cycle", text=f"the key is {secret}!",
+               tool_calls=[{"input": {"body": f"x{secret}x"}}])
+    line = last_line(log.path)
+    rec = json.loads(line)
+    assert secret not in line and json.dumps(secret)[1:-1] not in line
+    assert rec["text"] == "the key is [redacted]!"
+    assert rec["tool_calls"][0]["input"]["body"] == "x[redacted]x"
+
+
+def test_secret_looking_keys_are_redacted_in_any_case(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "a.jsonl", fsync=False)
+    log.append("cycle", request={"headers": {"X-Api-Key": "abc", "Authorization": "Bearer z"}},
+               api_key="k")
+    rec = json.loads(last_line(log.path))
+    assert rec["api_key"] == "[redacted]"
+    assert rec["request"]["headers"] == {"X-Api-Key": "[redacted]", "Authorization": "[redacted]"}
+
+
+def test_a_record_without_secrets_is_written_as_given(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "a.jsonl", secrets=("sk-never-there",), fsync=False)
+    record = log.append("cycle", cycle=3, text="api_key is a word here, not a key",
+                        kept=[{"id": "task:t1", "tokens": 12}], path=tmp_path)
+    rec = json.loads(last_line(log.path))
+    assert rec["text"] == "api_key is a word here, not a key"
+    assert rec["kept"] == [{"id": "task:t1", "tokens": 12}]
+    assert rec["path"] == str(tmp_path)
+    assert rec["at"] == record["at"]
