@@ -116,8 +116,9 @@ def rewrite_in_place(path: Path, text: str) -> None:
 def test_a_rom_rewritten_while_the_daemon_runs_is_never_half_read(hive: Hive) -> None:
     rom = write_agent(hive, "worker")
     rom.write_text(ROM_A)
-    for i in range(40):
-        write_task(hive, f"t{i:02d}")
+    tasks = 150  # enough work that the editor rewrites the ROM many times meanwhile
+    for i in range(tasks):
+        write_task(hive, f"t{i:03d}")
     provider = CountingProvider()
     config = fast_config(hive)
     config.daemon.settle_time = 0.05  # the default: a file is read once it has settled
@@ -129,7 +130,7 @@ def test_a_rom_rewritten_while_the_daemon_runs_is_never_half_read(hive: Hive) ->
         nonlocal writes
         while not provider.requests and not stop.is_set():
             time.sleep(0.001)  # the daemon has read the ROM once: edits start now
-        while not stop.is_set() and len(list(hive.done_dir.glob("*.md"))) < 40:
+        while not stop.is_set() and len(list(hive.done_dir.glob("*.md"))) < tasks:
             rewrite_in_place(rom, ROM_B if writes % 2 else ROM_A)
             writes += 1
             time.sleep(0.003)
@@ -148,7 +149,7 @@ def test_a_rom_rewritten_while_the_daemon_runs_is_never_half_read(hive: Hive) ->
         tail = request.system.rstrip()
         assert tail.endswith(("END-OF-A", "END-OF-B")), f"a half-read ROM: ...{tail[-80:]!r}"
         assert ("version A" in request.system) == tail.endswith("END-OF-A"), "a mixed ROM"
-    assert len(list(hive.done_dir.glob("*.md"))) == 40
+    assert len(list(hive.done_dir.glob("*.md"))) == tasks
 
 
 def test_knowledge_edited_while_agents_run_ends_in_its_last_version(hive: Hive) -> None:

@@ -100,12 +100,14 @@ async def test_mail_read_in_one_cycle_is_not_answered_again_in_the_next(hive: Hi
     assert len(replies) == 1
 
 
-@pytest.mark.parametrize("where", ["send", "complete"], ids=["at-the-notice", "at-the-move"])
+@pytest.mark.parametrize(
+    "where", ["send_steps", "complete_steps"], ids=["at-the-notice", "at-the-move"]
+)
 async def test_a_crash_inside_complete_task_gives_exactly_one_notice(
     hive: Hive, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
     claimed(hive, "t1", front=f"reply_to: {HUMAN}\n")
-    target = PostOffice if where == "send" else TaskBoard
+    target = PostOffice if where == "send_steps" else TaskBoard
     monkeypatch.setattr(target, where, crash_once(getattr(target, where)))
 
     with pytest.raises(Crash):

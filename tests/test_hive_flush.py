@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from pathlib import Path
 
 import pytest
 
-from hivemind.hive.atomic import GroupFlush, fsync_all, write_temp
+from hivemind.hive.atomic import (
+    GroupFlush,
+    atomic_write_steps,
+    create_new_steps,
+    fsync_all,
+    run,
+    run_async,
+    write_temp,
+)
 
 
 def test_one_writer_alone_flushes_each_file_itself(tmp_path: Path) -> None:
@@ -62,3 +71,37 @@ def test_fsync_all_flushes_a_batch_and_names_a_missing_file(tmp_path: Path) -> N
     with pytest.raises(FileNotFoundError) as info:
         fsync_all([*paths, tmp_path / "gone.md"])
     assert "gone.md" in str(info.value)
+
+
+def test_a_durable_operation_yields_its_files_before_making_them_visible(tmp_path: Path) -> None:
+    target = tmp_path / "note.md"
+    steps = atomic_write_steps(target, "hello\n")
+    [tmp] = next(steps)  # written, not yet flushed: not in place either
+    assert tmp.read_text() == "hello\n" and not target.exists()
+    with pytest.raises(StopIteration):
+        steps.send(None)
+    assert target.read_text() == "hello\n" and not tmp.exists()
+
+
+def test_a_failed_flush_leaves_no_temp_file_and_no_target(tmp_path: Path) -> None:
+    target = tmp_path / "note.md"
+    steps = atomic_write_steps(target, "hello\n")
+    [tmp] = next(steps)
+    with pytest.raises(OSError, match="disk on fire"):
+        steps.throw(OSError(5, "disk on fire"))
+    assert not tmp.exists() and not target.exists()
+
+
+def test_with_fsync_off_nothing_is_yielded(tmp_path: Path) -> None:
+    assert run(atomic_write_steps(tmp_path / "a.md", "x", fsync=False)) is None
+    assert (tmp_path / "a.md").read_text() == "x"
+
+
+async def test_run_async_flushes_off_the_loop_and_finishes_the_operation(tmp_path: Path) -> None:
+    results = await asyncio.gather(
+        *(run_async(create_new_steps(tmp_path / f"m{i}.md", f"{i}\n")) for i in range(8)),
+        run_async(create_new_steps(tmp_path / "m0.md", "again\n")),
+    )
+    assert results.count(True) == 8 and results.count(False) == 1
+    assert (tmp_path / "m0.md").read_text() in {"0\n", "again\n"}  # one whole file, never both
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

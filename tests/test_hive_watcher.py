@@ -150,3 +150,18 @@ async def test_stops_cleanly_and_cannot_be_reopened(hive: Hive) -> None:
     with pytest.raises(RuntimeError, match="cannot be reopened"):
         async with watcher:
             pass
+
+
+async def test_only_agents_new_mail_is_watched(hive: Hive) -> None:
+    add_agent(hive, "bob")
+    post = PostOffice(hive)
+    post.mailbox("bob").ensure()
+    async with HiveWatcher(hive, settle_time=0.02) as w:
+        watched = {str(f.relative_to(hive.root)) for f, _ in w._watched_folders()}
+        assert "mailboxes/bob/new" in watched
+        assert not any(f.startswith(("mailboxes/human", "mailboxes/bob/tmp")) for f in watched)
+        await asyncio.to_thread(post.send, "bob", "human", "Done", "all done")
+        await nothing_more(w)  # people's mail wakes no agent
+        await asyncio.to_thread(post.send, "human", "bob", "Hi", "hello")
+        event = await expect(w)
+        assert (event.kind, event.agent) == (Kind.MAIL_ARRIVED, "bob")

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
-from hivemind.hive.layout import Hive, is_temp_name
+from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.paths import glob_match, glob_root
 from hivemind.hive.statcache import Sig, sig_of
 
@@ -32,7 +32,8 @@ def classify(rel: str, watch_globs: Iterable[str] = ()) -> list[tuple[HiveEventK
     top, depth = parts[0], len(parts)
     if top == "tasks" and depth == 2 and rel.endswith(".md"):
         out.append((HiveEventKind.TASK_DROPPED, None))
-    elif top == "mailboxes" and depth == 4 and parts[2] == "new":
+    elif top == "mailboxes" and depth == 4 and parts[2] == "new" and parts[1] != HUMAN:
+        # People read their mail with the CLI; no agent wakes for it.
         out.append((HiveEventKind.MAIL_ARRIVED, parts[1]))
     elif top == "agents" and depth == 3 and parts[2] == "ROM.md":
         out.append((HiveEventKind.ROM_CHANGED, parts[1]))
@@ -72,6 +73,8 @@ def snapshot(hive: Hive, watch_globs: Iterable[str] = ()) -> dict[Path, Sig]:
         if entry.name.endswith(".md"):
             add_entry(entry)
     for box in _scan(hive.mailboxes_dir):
+        if box.name == HUMAN:
+            continue
         for entry in _scan(Path(box.path) / "new"):
             add_entry(entry)
     for agent in _scan(hive.agents_dir):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hivemind.errors import FileFormatError, UnknownAgentError, UserError
-from hivemind.hive.atomic import fsync_all, fsync_dir, link_new, write_temp
+from hivemind.hive.atomic import Steps, fsync_all, fsync_dir, link_new, run, write_temp
 from hivemind.hive.frontmatter import MAX_FILE_BYTES, read_message, render_message
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.models import Message, check_file_id
@@ -294,27 +294,39 @@ class PostOffice:
         **fields: Any,
     ) -> list[Path]:
         """Deliver one message to each recipient; returns the files written in new/."""
+        return run(self.send_steps(sender, to, subject, body, **fields))
+
+    def send_steps(
+        self,
+        sender: str,
+        to: str | list[str],
+        subject: str = "",
+        body: str = "",
+        **fields: Any,
+    ) -> Steps[list[Path]]:
+        """`send` as a durable operation (see `atomic.run_async`)."""
         names = self.recipients(sender, to)
         known = {k: v for k, v in fields.items() if k in ("id", "thread", "in_reply_to", "task")}
         extra = {k: v for k, v in fields.items() if k not in known}
         message_id = known.pop("id", None) or new_message_id()
         sent_at = utcnow()
-        todo: list[tuple[Mailbox, Message]] = []
-        for name in names:
-            box = self.mailbox(name)
-            if box.has(message_id):
-                continue
-            message = Message(
-                id=message_id, from_=sender, to=name, subject=subject, sent_at=sent_at,
-                body=body, extra=extra, **known,
-            )  # fmt: skip
-            todo.append((box, message))
-        # Every copy reaches the disk before any is visible: one copy is flushed as it is
-        # written (shared with other threads' writes), several as one batch.
-        one = len(todo) == 1
-        staged = [(box, box.stage(m, fsync=self.fsync and one)) for box, m in todo]
-        if self.fsync and not one:
-            fsync_all([s.tmp for _, s in staged])
+        staged: list[tuple[Mailbox, Staged]] = []
+        try:
+            for name in names:
+                box = self.mailbox(name)
+                if box.has(message_id):
+                    continue
+                message = Message(
+                    id=message_id, from_=sender, to=name, subject=subject, sent_at=sent_at,
+                    body=body, extra=extra, **known,
+                )  # fmt: skip
+                staged.append((box, box.stage(message, fsync=False)))
+            if self.fsync and staged:  # every copy reaches the disk before any is visible
+                yield [s.tmp for _, s in staged]
+        except BaseException:
+            for _, s in staged:
+                s.tmp.unlink(missing_ok=True)
+            raise
         delivered = [p for box, s in staged if (p := box.commit(s)) is not None]
         if self.sync_dirs:
             for folder in {p.parent for p in delivered}:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hivemind.errors import FileFormatError, UserError
-from hivemind.hive.atomic import atomic_write, create_new, move_into
+from hivemind.hive.atomic import Steps, atomic_write_steps, create_new_steps, move_into, run
 from hivemind.hive.frontmatter import first_heading, read_task, render_task
 from hivemind.hive.models import Task, TaskState, check_file_id
 from hivemind.hive.taskindex import TaskIndex
@@ -98,7 +98,8 @@ class TaskBoard(TaskIndex):
             where = self.hive.relative(ref.path.parent)
             raise UserError(f"task {ref.id} is not claimed by {agent} (it is in {where}/)")
         try:
-            return read_task(ref.path)
+            # Parsed already when it was claimed or perceived, unless it changed since.
+            return self._parsed.load(ref.path, os.lstat(ref.path), read_task)
         except FileNotFoundError:
             now = self.find(ref.id)
             where = self.hive.relative(now.path) if now else "nowhere on the board"
@@ -108,6 +109,10 @@ class TaskBoard(TaskIndex):
 
     def complete(self, ref: TaskRef, result: str, agent: str) -> TaskRef:
         """Append `## Result`, mark done and move the task to done/."""
+        return run(self.complete_steps(ref, result, agent))
+
+    def complete_steps(self, ref: TaskRef, result: str, agent: str) -> Steps[TaskRef]:
+        """`complete` as a durable operation (see `atomic.run_async`)."""
         task = self._owned(ref, agent)
         # Already marked done here, by this agent: a crash came between writing the result
         # and the move; finish the move and keep that first result (never a second one).
@@ -120,9 +125,10 @@ class TaskBoard(TaskIndex):
                     "body": append_section(task.body, "Result", result),
                 }
             )
-            atomic_write(ref.path, render_task(task), fsync=self.fsync)
+            yield from atomic_write_steps(ref.path, render_task(task), fsync=self.fsync)
         self.hive.done_dir.mkdir(parents=True, exist_ok=True)
         dest = move_into(ref.path, self.hive.done_dir, f"{task.id}.md")
+        self._parsed.forget(ref.path)
         self._loaded(agent, -1)
         return TaskRef(task, dest, TaskState.DONE, agent, time.time())
 
@@ -131,6 +137,12 @@ class TaskBoard(TaskIndex):
 
         `final=True` sends it to failed/ at once (e.g. its token budget is spent).
         """
+        return run(self.fail_steps(ref, reason, agent, final=final))
+
+    def fail_steps(
+        self, ref: TaskRef, reason: str, agent: str, *, final: bool = False
+    ) -> Steps[TaskRef]:
+        """`fail` as a durable operation (see `atomic.run_async`)."""
         task = self._owned(ref, agent)
         attempts = task.attempts + 1
         body = append_section(task.body, f"Attempt {attempts} failed", reason)
@@ -143,9 +155,10 @@ class TaskBoard(TaskIndex):
             update.update(status=TaskState.FAILED, agent=agent, finished_at=utcnow())
             state, folder = TaskState.FAILED, self.hive.failed_dir
         task = task.model_copy(update=update)
-        atomic_write(ref.path, render_task(task), fsync=self.fsync)
+        yield from atomic_write_steps(ref.path, render_task(task), fsync=self.fsync)
         folder.mkdir(parents=True, exist_ok=True)
         dest = move_into(ref.path, folder, f"{task.id}.md")
+        self._parsed.forget(ref.path)
         self._loaded(agent, -1)
         if retry:
             self._moved_in.add(dest)
@@ -153,6 +166,10 @@ class TaskBoard(TaskIndex):
 
     def create(self, task: Task, created_by: str | None = None) -> TaskRef:
         """Write tasks/<id>.md whole; a task id already on the board is refused."""
+        return run(self.create_steps(task, created_by))
+
+    def create_steps(self, task: Task, created_by: str | None = None) -> Steps[TaskRef]:
+        """`create` as a durable operation (see `atomic.run_async`)."""
         existing = self._where(task.id)
         if existing is not None:
             raise UserError(
@@ -169,7 +186,7 @@ class TaskBoard(TaskIndex):
         )
         self.hive.tasks_dir.mkdir(parents=True, exist_ok=True)
         path = self.hive.tasks_dir / f"{task.id}.md"
-        if not create_new(path, render_task(task), fsync=self.fsync):
+        if not (yield from create_new_steps(path, render_task(task), fsync=self.fsync)):
             raise UserError(f"duplicate task id {task.id} (already in {self.hive.relative(path)})")
         self._pending_ids[path.name] = task.id
         self._moved_in.add(path)

@@ -40,7 +40,7 @@ from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
 from hivemind.hive.changes import HiveEventKind, classify, lstat_sig, snapshot
-from hivemind.hive.layout import Hive, is_temp_name
+from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.paths import glob_root
 from hivemind.hive.statcache import Sig
 
@@ -136,6 +136,8 @@ class HiveWatcher:
         self._state = _State.NEW
         self._loop: asyncio.AbstractEventLoop | None = None
         self._observer: Any = None
+        self._handler: _Handler | None = None
+        self._scheduled: set[tuple[Path, bool]] = set()
         self._rescanner: asyncio.Task[None] | None = None
         self._kick = asyncio.Event()
         self._known: dict[Path, Sig] = {}
@@ -198,9 +200,18 @@ class HiveWatcher:
             (hive.root, False),
             (hive.tasks_dir, False),
             (hive.agents_dir, True),
-            (hive.mailboxes_dir, True),
+            (hive.mailboxes_dir, False),
             (hive.knowledge_dir, True),
         ]
+        # Only each mailbox's new/: deliveries write in tmp/ and reading moves to cur/,
+        # and events from those would only wake the watcher thread for nothing.
+        with contextlib.suppress(OSError):
+            for box in os.scandir(hive.mailboxes_dir):
+                if box.name == HUMAN:
+                    continue  # people's mail wakes no agent
+                if box.is_dir(follow_symlinks=False) and not is_temp_name(box.name):
+                    new = Path(box.path) / "new"
+                    folders.append((new if new.is_dir() else Path(box.path), False))
         for pattern in self.watch_globs:
             base = hive.root / glob_root(pattern)
             folders.append((base, base != hive.root or "/" in pattern or "**" in pattern))
@@ -215,17 +226,32 @@ class HiveWatcher:
 
     def _start_observer(self) -> Any:
         observer = PollingObserver(timeout=self.poll_interval) if self.poll else Observer()
-        handler = _Handler(self)
+        self._handler = _Handler(self)
         try:
-            for folder, recursive in self._watched_folders():
-                observer.schedule(
-                    handler, str(folder), recursive=recursive, event_filter=_EVENT_TYPES
-                )
+            self._schedule(observer)
             observer.start()
         except OSError as exc:  # e.g. the inotify watch limit: the rescan still works
             logger.warning("%s: cannot watch (%s); relying on the rescan", self.hive.root, exc)
             return None
         return observer
+
+    def _schedule(self, observer: Any) -> None:
+        """Watch the folders not watched yet (a mailbox made since, for one)."""
+        for folder, recursive in self._watched_folders():
+            if (folder, recursive) not in self._scheduled:
+                observer.schedule(
+                    self._handler, str(folder), recursive=recursive, event_filter=_EVENT_TYPES
+                )
+                self._scheduled.add((folder, recursive))
+
+    def _watch_new_folders(self) -> None:
+        observer = self._observer
+        if observer is None:
+            return
+        try:
+            self._schedule(observer)
+        except OSError as exc:
+            logger.warning("%s: cannot watch (%s); relying on the rescan", self.hive.root, exc)
 
     # A timeout parameter (not asyncio.timeout) because None is the normal "nothing yet".
     async def next(self, timeout: float | None = None) -> HiveEvent | None:  # noqa: ASYNC109
@@ -369,6 +395,7 @@ class HiveWatcher:
                 await asyncio.wait_for(self._kick.wait(), self.rescan_interval)
             self._kick.clear()
             try:
+                await asyncio.to_thread(self._watch_new_folders)
                 found = await asyncio.to_thread(snapshot, self.hive, self.watch_globs)
             except OSError as exc:
                 logger.warning("%s: rescan failed: %s", self.hive.root, exc)

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
-from hivemind.hive.atomic import atomic_write
+from hivemind.hive.atomic import atomic_write_steps, run_async
 from hivemind.hive.paths import resolve_inside
 from hivemind.memory.blocks import FileBlock, Priority
 from hivemind.tools.base import Tool, ToolContext
@@ -98,9 +98,10 @@ async def read_file(ctx: ToolContext, args: ReadFileInput) -> str:
     return f"{rel} (lines {start}-{end} of {len(lines)})\n{body}{more}"
 
 
-def _atomic_write(path: Path, content: str, fsync: bool) -> None:
+async def _atomic_write(path: Path, content: str, fsync: bool) -> None:
+    """Write inline (microseconds); only the wait for the disk goes to a worker thread."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, content, fsync=fsync)
+    await run_async(atomic_write_steps(path, content, fsync=fsync))
 
 
 async def write_file(ctx: ToolContext, args: WriteFileInput) -> str:
@@ -110,7 +111,7 @@ async def write_file(ctx: ToolContext, args: WriteFileInput) -> str:
     path = _writable(ctx, args.path)
     if path.is_dir():
         raise ToolError(f"{args.path} is a folder")
-    await asyncio.to_thread(_atomic_write, path, args.content, ctx.board.fsync)
+    await _atomic_write(path, args.content, ctx.board.fsync)
     rel = ctx.hive.relative(path)
     ctx.effects.files_written.append(rel)
     return f"wrote {rel} ({size} bytes)"
@@ -125,9 +126,7 @@ async def edit_file(ctx: ToolContext, args: EditFileInput) -> str:
             f"`old` occurs {found} times in {args.path}; it must occur exactly once "
             "(add surrounding lines to make it unique)"
         )
-    await asyncio.to_thread(
-        _atomic_write, path, text.replace(args.old, args.new, 1), ctx.board.fsync
-    )
+    await _atomic_write(path, text.replace(args.old, args.new, 1), ctx.board.fsync)
     rel = ctx.hive.relative(path)
     ctx.effects.files_written.append(rel)
     return f"edited {rel}"

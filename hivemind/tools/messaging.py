@@ -5,11 +5,11 @@ The runtime sets `from`; the model cannot.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hivemind.hive.atomic import run_async
 from hivemind.tools.base import Tool, ToolContext
 
 
@@ -29,9 +29,10 @@ async def send_message(ctx: ToolContext, args: SendMessageInput) -> str:
         fields["in_reply_to"] = args.in_reply_to
     if args.task:
         fields["task"] = args.task
-    # Off the event loop: a delivery waits for the disk (fsync), other agents need not.
-    paths = await asyncio.to_thread(
-        ctx.post.send, ctx.agent, args.to, args.subject, args.body, **fields
+    # Only the wait for the disk (fsync) leaves the event loop; other agents' flushes
+    # share it.
+    paths = await run_async(
+        ctx.post.send_steps(ctx.agent, args.to, args.subject, args.body, **fields)
     )
     recipients = [p.parent.parent.name for p in paths]
     ctx.effects.messages_sent.extend(p.stem for p in paths)

@@ -5,13 +5,13 @@ An agent can only complete or fail a task it holds (in tasks/active/<agent>/).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
+from hivemind.hive.atomic import run_async
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.tasks import TaskRef
 from hivemind.tools.base import Tool, ToolContext
@@ -64,17 +64,18 @@ async def create_task(ctx: ToolContext, args: CreateTaskInput) -> str:
         task_type=args.task_type,
         reply_to=ctx.agent,
     )
-    ref = await asyncio.to_thread(ctx.board.create, task, created_by=ctx.agent)
+    ref = await run_async(ctx.board.create_steps(task, created_by=ctx.agent))
     ctx.effects.tasks_created.append(ref.task.id)
     if ctx.on_task_change is not None:
         ctx.on_task_change()
     return f"created task {ref.task.id} ({ctx.hive.relative(ref.path)})"
 
 
-def _finish(ctx: ToolContext, task_id: str, text: str, success: bool) -> TaskRef:
-    """Move the task, then consolidate its memory: one trip to a worker thread."""
+async def _finish(ctx: ToolContext, task_id: str, text: str, success: bool) -> TaskRef:
+    """Move the task, then consolidate its memory."""
     ref, board = ctx.active_tasks[task_id], ctx.board
-    after = board.complete(ref, text, ctx.agent) if success else board.fail(ref, text, ctx.agent)
+    steps = board.complete_steps if success else board.fail_steps
+    after = await run_async(steps(ref, text, ctx.agent))
     del ctx.active_tasks[task_id]
     (ctx.effects.tasks_completed if success else ctx.effects.tasks_failed).append(task_id)
     end_task_memory(ctx, ref, success)
@@ -84,14 +85,14 @@ def _finish(ctx: ToolContext, task_id: str, text: str, success: bool) -> TaskRef
 async def complete_task(ctx: ToolContext, args: CompleteTaskInput) -> str:
     ref = _held(ctx, args.task_id)
     await _notify(ctx, ref, "done", args.result)
-    done = await asyncio.to_thread(_finish, ctx, args.task_id, args.result, True)
+    done = await _finish(ctx, args.task_id, args.result, True)
     return f"task {args.task_id} is done ({ctx.hive.relative(done.path)})"
 
 
 async def fail_task(ctx: ToolContext, args: FailTaskInput) -> str:
     ref = _held(ctx, args.task_id)
     await _notify(ctx, ref, "failed", args.reason)
-    after = await asyncio.to_thread(_finish, ctx, args.task_id, args.reason, False)
+    after = await _finish(ctx, args.task_id, args.reason, False)
     return f"task {args.task_id} failed; now {after.state.value}"
 
 
@@ -112,10 +113,10 @@ async def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> No
     if not to or to == ctx.agent:
         return  # a file dropped by hand: its outcome is in tasks/done/ or tasks/failed/
     title = ref.task.title or ref.task.id
-    await asyncio.to_thread(
-        ctx.post.send, ctx.agent, to, f"[{outcome}] {title}", text, task=ref.task.id,
+    await run_async(ctx.post.send_steps(
+        ctx.agent, to, f"[{outcome}] {title}", text, task=ref.task.id,
         id=notice_id(ref, outcome),
-    )
+    ))
     if ctx.on_mail is not None:
         ctx.on_mail([to])
     if ctx.on_task_change is not None:
