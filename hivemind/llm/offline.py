@@ -13,7 +13,14 @@ import re
 from typing import Any
 
 from hivemind.errors import ModelRequestError
-from hivemind.llm.base import AssistantTurn, ModelRequest, ModelResponse, ToolCall, Usage
+from hivemind.llm.base import (
+    AssistantTurn,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 
 LABEL = "[offline provider]"
 SUBJECT_TAG = "[offline]"
@@ -165,6 +172,8 @@ class OfflineProvider:
     def __init__(self) -> None:
         # Per agent, the digest of the last cacheable prefix: a repeat is a cache read.
         self._last_prefix: dict[str, str] = {}
+        # (ids of the specs, their JSON, the specs: kept alive so no id is reused)
+        self._tools: tuple[tuple[int, ...], str, list[ToolSpec]] | None = None
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """First round: the calls for active tasks and unread mail; later rounds: done."""
@@ -192,8 +201,15 @@ class OfflineProvider:
             provider=self.name,
         )
 
+    def _tools_json(self, tools: list[ToolSpec]) -> str:
+        """The tool definitions as JSON, dumped once while the same specs come back."""
+        key = tuple(id(t) for t in tools)
+        if self._tools is None or self._tools[0] != key:
+            self._tools = (key, json.dumps([t.model_dump() for t in tools], sort_keys=True), tools)
+        return self._tools[1]
+
     def _usage(self, request: ModelRequest, text: str, calls: list[ToolCall]) -> Usage:
-        tools = json.dumps([t.model_dump() for t in request.tools], sort_keys=True)
+        tools = self._tools_json(request.tools)
         overhead = estimate_tokens(request.system + tools)
         total = request.context_tokens + overhead
         # The cached prefix is tools → system → stable context, as the API caches it.

@@ -64,7 +64,10 @@ class ValueLearner:
     def end_task(self, task_id: str, goal: str, reward: float) -> dict[str, tuple[float, float]]:
         """Move each traced memory's value for `goal` toward `reward`; forget the traces."""
         p = self.params
-        traces = self.traces(task_id)
+        raw = self.backend.meta_get(_key(task_id))
+        if raw is None:
+            return {}  # nothing was retrieved during the task: nothing to learn or forget
+        traces = {str(k): float(v) for k, v in json.loads(raw).items()}
         updates: dict[str, tuple[float, float]] = {}
         changed = []
         for record in self.backend.get_many(sorted(traces)):
@@ -80,7 +83,8 @@ class ValueLearner:
 
     def forget(self, task_id: str) -> None:
         """Drop a task's traces without learning from them."""
-        self.backend.meta_set(_key(task_id), None)
+        if self.backend.meta_get(_key(task_id)) is not None:  # a read costs less than a write
+            self.backend.meta_set(_key(task_id), None)
 
 
 def _key(task_id: str) -> str:
