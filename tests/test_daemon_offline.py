@@ -239,3 +239,17 @@ def test_status_of_a_killed_daemon_says_it_is_gone(hive: Hive) -> None:
     result = CliRunner().invoke(app, ["status", str(hive.root)])
     assert result.exit_code == 0, result.output
     assert "not running" in result.output and "killed" in result.output
+
+
+def test_the_team_is_in_the_system_prompt_and_not_in_the_status_block(hive: Hive) -> None:
+    write_agent(hive, "ann")
+    write_agent(hive, "bob")
+    write_task(hive, "t1", front="assignee: ann\n")
+    provider = CountingProvider()
+    run_until_idle(hive, provider)
+
+    request = provider.requests[0]
+    assert "Your team (agents of this hive): bob (bob of the test hive)" in request.system
+    assert "ann (" not in request.system.split("# Your ROM")[0]  # not herself
+    [status] = [e for e in json.loads(request.context_json) if e["metadata"]["type"] == "status"]
+    assert "agents" not in status["content"] and "tasks" in status["content"]

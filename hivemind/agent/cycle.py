@@ -18,7 +18,7 @@ from typing import Any
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.budget import BudgetTracker, start_of_day
 from hivemind.agent.perceive import Perception, perceive
-from hivemind.agent.prompt import system_prompt
+from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.services import HiveServices
 from hivemind.errors import ConfigError, ModelError
@@ -317,7 +317,8 @@ class Agent:
             + [m.message.subject for m in p.unread]
         )
         self.scorer.set_task(focus)
-        budget = budget or self.budget_for(cfg)
+        team = team_text(self.name, p.team)
+        budget = budget or max(1_000, self.budget_for(cfg) - self.s.counter.count(team))
         recalled = self._recall_memories(cfg, p, focus, budget)
         selection = self.selector.select(self.working.blocks(), budget)
         built = await self.s.builder.build(selection, budget)
@@ -329,7 +330,7 @@ class Agent:
             selection=selection,
             built=built,
             context=built.without_types({BlockType.ROM.value}),
-            system=system_prompt(self.name, rom_text),
+            system=system_prompt(self.name, rom_text, p.team),
             budget=budget,
             recalled=recalled,
         )

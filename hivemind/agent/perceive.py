@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from hivemind.agent.prompt import TEAM
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.mailbox import Mailbox, MailItem
@@ -44,6 +45,7 @@ class Perception:
     unread: list[MailItem]
     input_keys: set[str] = field(default_factory=set)
     watch_keys: set[str] = field(default_factory=set)
+    team: list[list[str]] = field(default_factory=list)  # [name, role] of every agent
 
     @property
     def has_work(self) -> bool:
@@ -175,8 +177,12 @@ def perceive(
             working.add(FileBlock(location=rel, priority=Priority.MEDIUM))
         watch_keys.add(f"watch:{rel}:{_stat_key(path)}")
 
-    working.add(StatusBlock(status_type="hive", value=figures))
-    return Perception(active=active, unread=unread, input_keys=keys, watch_keys=watch_keys)
+    # The team goes into the system prompt (stable); the STATUS block keeps what changes.
+    working.add(StatusBlock(
+        status_type="hive", value={k: v for k, v in figures.items() if k != TEAM}
+    ))
+    return Perception(active=active, unread=unread, input_keys=keys, watch_keys=watch_keys,
+                      team=figures.get(TEAM) or [])
 
 
 def matches_any(path: str, globs: list[str]) -> bool:

@@ -1,10 +1,13 @@
 """The system prompt: the hive protocol preamble, then the agent's ROM.
 
-Only the ROM (written by the hive's owner) goes into the system prompt; mail,
-tasks and knowledge reach the model as data inside the JSON context.
+Only what the hive's owner wrote goes into the system prompt (the ROM, and the
+team: agent names and their ROM roles); mail, tasks and knowledge reach the model
+as data inside the JSON context.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 PREAMBLE = """\
 You are {name}, one agent of a hive: a team of agents that share a folder of files.
@@ -29,6 +32,18 @@ How to work:
 """
 
 
-def system_prompt(name: str, rom_text: str) -> str:
-    """Preamble + ROM; stable across cycles so it stays in the prompt cache."""
-    return PREAMBLE.format(name=name) + "\n# Your ROM (agents/" + name + "/ROM.md)\n\n" + rom_text
+TEAM = "team"
+"""Key of the hive figures that lists the agents, each as [name, role]."""
+
+
+def team_text(name: str, team: Sequence[Sequence[str]]) -> str:
+    """The other agents, by name and role: who a task can be delegated to (`assignee`)."""
+    others = [f"{n} ({role})" if role else n for n, role, *_ in team if n != name]
+    return "\nYour team (agents of this hive): " + ", ".join(others) + "\n" if others else ""
+
+
+def system_prompt(name: str, rom_text: str, team: Sequence[Sequence[str]] = ()) -> str:
+    """Preamble + team + ROM: what changes only when the hive's owner changes it, so it
+    stays in the prompt cache from cycle to cycle."""
+    return (PREAMBLE.format(name=name) + team_text(name, team)
+            + "\n# Your ROM (agents/" + name + "/ROM.md)\n\n" + rom_text)

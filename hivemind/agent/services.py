@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hivemind.agent.prompt import PREAMBLE
+from hivemind.agent.prompt import PREAMBLE, TEAM
+from hivemind.errors import HivemindError
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
@@ -91,10 +92,17 @@ class HiveServices:
         )
 
     def board_figures(self) -> dict[str, Any]:
-        """Hive figures for an agent's STATUS block: tasks per state, the agents."""
+        """Hive figures: tasks per state (an agent's STATUS block) and the team, each
+        agent with its role (the system prompt: it changes only when the team does)."""
         counts = self.board.counts()
-        return {"tasks": {k.value: v for k, v in counts.items()},
-                "agents": self.hive.agent_names()}
+        team = []
+        for name in self.hive.agent_names():
+            try:
+                role = self.roms.load(name).role
+            except HivemindError:
+                role = ""
+            team.append([name, role])
+        return {"tasks": {k.value: v for k, v in counts.items()}, TEAM: team}
 
     def fixed_tokens(self, cfg: AgentConfig) -> int:
         """Tokens of what every request carries besides the context: preamble + tools."""
