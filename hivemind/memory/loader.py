@@ -34,6 +34,10 @@ _DENSE_SUFFIXES = (
 StatKey = tuple[int, int]  # (mtime_ns, size)
 
 
+INLINE_READ_BYTES = 64 * 1024
+"""Files up to this size are read on the event loop; bigger ones in a worker thread."""
+
+
 @dataclass(slots=True)
 class LoadedContent:
     """A block's text and what it costs; `note` flags a problem (`text` then says what)."""
@@ -206,6 +210,11 @@ class ContentLoader:
         hit = self.peek(ref)
         if hit is not None:
             return hit
+        size = self._stat(self.resolve(ref.path))
+        if size is not None and size[1] <= INLINE_READ_BYTES:
+            # A small file (a task, a message, a note) reads in microseconds: a thread hop
+            # and its hand-back would cost more than the read.
+            return self._load_sync(ref.path, ref.start_line, ref.end_line)
         return await asyncio.to_thread(self._load_sync, ref.path, ref.start_line, ref.end_line)
 
     def invalidate(self, path: str) -> None:
