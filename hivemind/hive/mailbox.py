@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -97,15 +98,15 @@ class Mailbox:
     def __repr__(self) -> str:
         return f"Mailbox({self.name!r})"
 
-    @property
+    @cached_property
     def tmp_dir(self) -> Path:
         return self.dir / "tmp"
 
-    @property
+    @cached_property
     def new_dir(self) -> Path:
         return self.dir / "new"
 
-    @property
+    @cached_property
     def cur_dir(self) -> Path:
         return self.dir / "cur"
 
@@ -119,7 +120,9 @@ class Mailbox:
     def has(self, message_id: str) -> bool:
         """True if a message with this id is in new/ or cur/."""
         name = f"{message_id}.md"
-        return os.path.lexists(self.new_dir / name) or os.path.lexists(self.cur_dir / name)
+        return os.path.lexists(os.path.join(self.new_dir, name)) or os.path.lexists(
+            os.path.join(self.cur_dir, name)
+        )
 
     def stage(self, message: Message, *, fsync: bool | None = None) -> Staged:
         """Step 1 of a delivery: the whole file in tmp/ (fsynced unless told not to)."""
@@ -259,10 +262,14 @@ class PostOffice:
         self.hive = hive
         self.fsync = fsync
         self.sync_dirs = sync_dirs
+        self._boxes: dict[str, Mailbox] = {}
 
     def mailbox(self, name: str) -> Mailbox:
         """The mailbox of an agent or of `human` (created on first delivery)."""
-        return Mailbox(self.hive, name, fsync=self.fsync)
+        box = self._boxes.get(name)
+        if box is None:
+            box = self._boxes[name] = Mailbox(self.hive, name, fsync=self.fsync)
+        return box
 
     def recipients(self, sender: str, to: str | list[str]) -> list[str]:
         """Expand `*` and check every name is an agent or `human`."""
