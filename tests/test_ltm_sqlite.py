@@ -90,3 +90,20 @@ def test_editing_text_in_place_keeps_the_index_in_sync(tmp_path: Path) -> None:
     assert store.search(["original"]) == []
     assert [r.id for r, _ in store.search(["edited"])] == ["1"]
     store.close()
+
+
+def test_a_transaction_commits_its_writes_once_or_not_at_all(tmp_path: Path) -> None:
+    store = SQLiteBackend(tmp_path / "m.db")
+    before = store.version()
+    with store.transaction():
+        store.add(rec("a", "first"))
+        store.meta_set("k", "v")
+        store.add(rec("b", "second"))
+    assert store.count({}) == 2 and store.meta_get("k") == "v"
+    assert store.version() == before + (1 << 32)  # one commit for the three writes
+
+    with pytest.raises(RuntimeError), store.transaction():
+        store.add(rec("c", "third"))
+        raise RuntimeError("crash inside")
+    assert store.get("c") is None and store.count({}) == 2
+    store.close()

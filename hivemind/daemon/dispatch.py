@@ -1,8 +1,9 @@
 """Dispatch: route pending tasks to agents and claim them on their behalf.
 
 One pending set serves every agent (instead of each agent scanning), kept up to
-date from the watcher's events (`changed`) with a full listing every few seconds,
-so a dispatch costs what changed, not the size of the board. Tasks are taken best
+date from the watcher's events (`changed`; its periodic rescan turns whatever the
+OS did not report into events) with a full listing of tasks/ now and then, so a
+dispatch costs what changed, not the size of the board. Tasks are taken best
 first and the walk stops once every agent is full. The claim itself is the board's
 atomic rename, so another process racing for the same file simply wins or loses.
 """

@@ -96,7 +96,8 @@ class TaskIndex:
         Without `changed`: list the whole folder. With it: look again only at those
         files, at files still settling, and at files this board moved into tasks/
         itself; the caller vouches that nothing else changed (the daemon passes the
-        watcher's events and still lists the whole folder every few seconds).
+        watcher's events, whose own rescan catches what the OS did not report, and
+        still lists the whole folder now and then).
         """
         now = time.time()
         if changed is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
@@ -200,6 +201,10 @@ class MemoryBackend(Protocol):
 
     def version(self) -> int:
         """A number that changes whenever the stored data changes (caches check it)."""
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Group the writes inside into one transaction where the backend has them
+        (SQLite: all or none, one commit); elsewhere they apply one by one."""
 
     def close(self) -> None:
         """Release the store; it cannot be used afterwards."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -141,6 +142,10 @@ class InMemoryBackend:
     # -- state -----------------------------------------------------------------
     def meta_get(self, key: str) -> str | None:
         return self._meta.get(key)
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Writes here are applied one by one; there is nothing to group."""
+        return nullcontext()
 
     def meta_set(self, key: str, value: str | None) -> None:
         if value is None:

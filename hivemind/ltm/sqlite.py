@@ -85,7 +85,9 @@ class SQLiteBackend:
             if self._closed:
                 raise StoreError(f"{self.path}: the memory store is closed")
             try:
-                if not write:
+                if not write or self._conn.in_transaction:
+                    # A read, or a write inside `transaction()` (held by this thread:
+                    # the lock is re-entrant), which commits or rolls back for both.
                     yield self._conn
                     return
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -98,6 +100,12 @@ class SQLiteBackend:
                 self._writes += 1
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: {exc}") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Run the writes inside as one transaction: all or none, one commit."""
+        with self._db(write=True):
+            yield
 
     # -- writes ------------------------------------------------------------------
     def add(self, record: MemoryRecord) -> None:

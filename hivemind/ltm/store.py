@@ -246,7 +246,21 @@ class LongTermMemory:
         agent: str | None = None,
         at: datetime | None = None,
     ) -> TaskEndReport:
-        """Consolidate history, learn from the outcome, promote what matters, clear the task."""
+        """Consolidate history, learn from the outcome, promote what matters, clear the task
+        (one transaction where the backend has them: all of it, or after a crash none)."""
+        with self.backend.transaction():
+            return self._end_task(task_id, success, goal, history, project, agent, at)
+
+    def _end_task(
+        self,
+        task_id: str,
+        success: bool,
+        goal: str | None,
+        history: Sequence[HistoryBlock],
+        project: str | None,
+        agent: str | None,
+        at: datetime | None,
+    ) -> TaskEndReport:
         now = at or utcnow()
         report = TaskEndReport(task_id=task_id, success=success, goal=goal)
         domain, _, task_type = (goal or "").partition("/")
