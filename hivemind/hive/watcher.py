@@ -235,23 +235,28 @@ class HiveWatcher:
             return None
         return observer
 
-    def _schedule(self, observer: Any) -> None:
-        """Watch the folders not watched yet (a mailbox made since, for one)."""
+    def _schedule(self, observer: Any) -> bool:
+        """Watch the folders not watched yet (a mailbox made since, for one); True if
+        there were any."""
+        added = False
         for folder, recursive in self._watched_folders():
             if (folder, recursive) not in self._scheduled:
                 observer.schedule(
                     self._handler, str(folder), recursive=recursive, event_filter=_EVENT_TYPES
                 )
                 self._scheduled.add((folder, recursive))
+                added = True
+        return added
 
-    def _watch_new_folders(self) -> None:
+    def _watch_new_folders(self) -> bool:
         observer = self._observer
         if observer is None:
-            return
+            return False
         try:
-            self._schedule(observer)
+            return self._schedule(observer)
         except OSError as exc:
             logger.warning("%s: cannot watch (%s); relying on the rescan", self.hive.root, exc)
+            return False
 
     # A timeout parameter (not asyncio.timeout) because None is the normal "nothing yet".
     async def next(self, timeout: float | None = None) -> HiveEvent | None:  # noqa: ASYNC109
@@ -395,7 +400,10 @@ class HiveWatcher:
                 await asyncio.wait_for(self._kick.wait(), self.rescan_interval)
             self._kick.clear()
             try:
-                await asyncio.to_thread(self._watch_new_folders)
+                if await asyncio.to_thread(self._watch_new_folders):
+                    # A folder made a moment ago (a mailbox's new/ after the mailbox) may
+                    # have had files put in it before its watch: look again right after.
+                    self._kick.set()
                 found = await asyncio.to_thread(snapshot, self.hive, self.watch_globs)
             except OSError as exc:
                 logger.warning("%s: rescan failed: %s", self.hive.root, exc)
