@@ -138,8 +138,9 @@ class Mailbox:
     def commit(self, staged: Staged) -> Path | None:
         """Step 2: link into new/ (never replacing); None if the id was already delivered."""
         target = self.new_dir / staged.name
+        linked = False
         try:
-            if os.path.lexists(self.cur_dir / staged.name):
+            if os.path.lexists(os.path.join(self.cur_dir, staged.name)):
                 return None
             try:
                 linked = link_new(staged.tmp, target)
@@ -150,7 +151,8 @@ class Mailbox:
                 linked = link_new(staged.tmp, target)
             return target if linked else None
         finally:
-            staged.tmp.unlink(missing_ok=True)
+            if not linked:  # a link moved it already; otherwise the temp file goes
+                staged.tmp.unlink(missing_ok=True)
 
     def deliver(self, message: Message) -> Path | None:
         """Deliver atomically; a message id already in new/ or cur/ is not delivered again."""
