@@ -87,7 +87,7 @@ class GroupFlush:
 
     A thread that wants its file on disk queues the file's descriptor. If no flush is
     under way it leads: it takes the whole queue and flushes it (one syncfs for three
-    or more files, see `fsync_all`); threads arriving meanwhile wait and are flushed
+    or more files, see `_flush_fds`); threads arriving meanwhile wait and are flushed
     together by the next leader. One writer alone pays one fsync, as before; many
     writers share the disk's flushes instead of queueing one fsync each behind it.
     """
