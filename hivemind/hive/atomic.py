@@ -70,18 +70,6 @@ GROUP_FLUSH_MIN = 3
 against 1.1 ms, 100 files 5 ms against 23 ms)."""
 
 
-def fsync_all(paths: Sequence[Path]) -> None:
-    """Make many files durable with as few flushes as possible (see `_flush_fds`)."""
-    fds: list[int] = []
-    try:
-        for path in paths:
-            fds.append(os.open(path, os.O_RDONLY))
-        _flush_fds(fds)
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
 class GroupFlush:
     """fsync for many threads at once (group commit, leader and followers).
 
@@ -198,8 +186,9 @@ T = TypeVar("T")
 Steps = Generator[list[Path], None, T]
 
 
-def flush_paths(paths: Sequence[Path]) -> None:
-    """Flush these files to disk, sharing the flush with other threads' (group commit)."""
+def fsync_all(paths: Sequence[Path]) -> None:
+    """Flush these files to disk, sharing the flush with other threads' (group commit:
+    one syncfs for a batch, see `_flush_fds`)."""
     fds: list[int] = []
     try:
         for path in paths:
@@ -216,7 +205,7 @@ def run(steps: Steps[T]) -> T:
         batch = next(steps)
         while True:
             try:
-                flush_paths(batch)
+                fsync_all(batch)
             except OSError as exc:
                 batch = steps.throw(exc)
                 continue
@@ -231,7 +220,7 @@ async def run_async(steps: Steps[T]) -> T:
         batch = next(steps)
         while True:
             try:
-                await asyncio.to_thread(flush_paths, batch)
+                await asyncio.to_thread(fsync_all, batch)
             except OSError as exc:
                 batch = steps.throw(exc)
                 continue
