@@ -8,6 +8,7 @@ flushed to disk before the cycle's mail is marked read.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hivemind.hive.atomic import LoopFlusher, fsync_all
 from hivemind.memory.blocks import utcnow
 
 _REDACT_KEYS = ("api_key", "authorization", "x-api-key")
@@ -47,18 +49,43 @@ class AuditLog:
 
     def append(self, event: str, **fields: Any) -> dict[str, Any]:
         """Write one record (with `event` and `at`) durably; returns it."""
+        record = self.write(event, **fields)
+        if self.fsync:
+            fsync_all([self.path])
+        return record
+
+    async def append_async(self, event: str, **fields: Any) -> dict[str, Any]:
+        """`append` on the event loop: the line is written at once, and only the wait for
+        the disk leaves the loop, shared with every other flush (`LoopFlusher`)."""
+        record = self.write(event, **fields)
+        await self.flushed()
+        return record
+
+    def write(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Append one record (with `event` and `at`), not flushed yet: see `flushed`."""
         record = {"event": event, "at": utcnow().isoformat(), **fields}
         line = json.dumps(record, default=str, ensure_ascii=False)
         if self._needs_redacting(line):
             line = json.dumps(_redact(record, self._secrets), default=str, ensure_ascii=False)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lead = self._torn_tail()
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(lead + line + "\n")
-            fh.flush()
-            if self.fsync:
-                os.fsync(fh.fileno())
+        data = (self._torn_tail() + line + "\n").encode("utf-8")
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            # One write: an O_APPEND line is never interleaved with another writer's.
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
         return record
+
+    async def flushed(self) -> None:
+        """Return once every record written so far is on disk (unless fsync is off)."""
+        if self.fsync:
+            await LoopFlusher.of(asyncio.get_running_loop()).flush([self.path])
 
     def _needs_redacting(self, line: str) -> bool:
         """True if the JSON line holds a secret-looking key or a known secret.

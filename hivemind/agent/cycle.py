@@ -43,7 +43,7 @@ from hivemind.memory.builder import BuiltContext
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.memory.relevance import RelevanceScorer
 from hivemind.memory.selector import MemorySelector, Selection
-from hivemind.tools.base import ToolContext, canonical_call
+from hivemind.tools.base import Footprint, ToolContext, canonical_call
 from hivemind.tools.memory import end_task_memory
 
 SUMMARY_CHARS = 300
@@ -93,6 +93,15 @@ def common_prefix_length(a: str, b: str) -> int:
 def _short(value: Any, limit: int = SUMMARY_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _finished(result: ToolResult) -> asyncio.Task[ToolResult]:
+    """A result that needs no running, as a task among the round's others."""
+
+    async def ready() -> ToolResult:
+        return result
+
+    return asyncio.ensure_future(ready())
 
 
 def _cut_call(call: ToolCall, max_tokens: int) -> ToolResult:
@@ -231,9 +240,10 @@ class Agent:
         request = self._request(cfg, view)
         report.prefix_reuse = self._prefix_reuse(request)
         report.input_tokens = built.tokens
-        await asyncio.to_thread(
-            self.audit.append, "cycle_start", cycle=self.cycle_no, tasks=task_ids, mail=mail_ids
-        )
+        # The start line is written now; its flush overlaps the model call. Tools' own
+        # flushes queue behind it, so it is on disk before any of their effects shows.
+        self.audit.write("cycle_start", cycle=self.cycle_no, tasks=task_ids, mail=mail_ids)
+        start_flushed = asyncio.ensure_future(self.audit.flushed())
         ctx = ToolContext(
             hive=self.s.hive, agent=self.name, config=cfg, board=self.s.board, post=self.s.post,
             working=self.working, active_tasks=dict(p.active), ltm=self.s.ltm,
@@ -268,15 +278,9 @@ class Agent:
             report.error = f"{type(exc).__name__}: {exc}"
             report.retry = True
         finally:
-            report.tool_calls = len(calls)
-            report.tasks_done = len(ctx.effects.tasks_completed)
-            report.tasks_failed = len(ctx.effects.tasks_failed)
-            report.messages_sent = len(ctx.effects.messages_sent)
-            if not self.s.provider.offline:
-                report.cost = estimate_cost(report.usage, cfg.model, self.s.config.pricing)
-            await asyncio.to_thread(
-                self._record, report, built, dropped, calls, text, ctx, task_ids, mail_ids
-            )
+            await start_flushed
+            self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
+            await self.audit.flushed()
         # Mail is marked read only now that the cycle's record is on disk.
         if not report.retry or calls:
             for item in p.unread:
@@ -394,16 +398,39 @@ class Agent:
         self, ctx: ToolContext, response: ModelResponse, cfg: AgentConfig,
         task_ids: list[str], calls: list[dict[str, Any]],
     ) -> list[ToolResult]:
-        """Run one round's tool calls in order; each is also appended to `calls`."""
+        """Run one round's tool calls; each is also appended to `calls`, in order.
+
+        The calls of a round were written together, blind to each other's results, so
+        they run overlapped: each starts in call order and does its file work at once,
+        then all wait for the disk together (one flush for the round, see
+        `atomic.LoopFlusher`) and make their files visible in call order. A call whose
+        footprint conflicts with an unfinished earlier one (it reads what that one
+        writes) first waits for the round so far: it sees every earlier effect, as if
+        the calls had run one by one.
+        """
         cut = response.stop_reason == "max_tokens"
-        results = []
-        for i, call in enumerate(response.tool_calls):
-            if cut and i == len(response.tool_calls) - 1:
-                # Only the last block can be cut short: its input may be half of it.
-                result = _cut_call(call, cfg.max_output_tokens)
-            else:
-                result = await self._run_tool(ctx, call, task_ids)
-            results.append(result)
+        running: list[tuple[Footprint, asyncio.Task[ToolResult]]] = []
+        started: list[asyncio.Task[ToolResult]] = []
+        try:
+            for i, call in enumerate(response.tool_calls):
+                if cut and i == len(response.tool_calls) - 1:
+                    # Only the last block can be cut short: its input may be half of it.
+                    started.append(_finished(_cut_call(call, cfg.max_output_tokens)))
+                    continue
+                footprint = self.s.tools.footprint(call)
+                if any(footprint.after(earlier) for earlier, _ in running):
+                    await asyncio.wait([t for _, t in running])
+                    running = []
+                task = asyncio.ensure_future(self._run_tool(ctx, call, task_ids))
+                running.append((footprint, task))
+                started.append(task)
+        finally:
+            # Every call started runs to its end, whatever happens to the others (a tool's
+            # bug propagates, but only once the round's files are consistent).
+            if started:
+                await asyncio.wait(started)
+        results = [t.result() for t in started]
+        for call, result in zip(response.tool_calls, results, strict=True):
             calls.append({"name": call.name, "input": call.input,
                           "result": _short(result.content), "error": result.is_error})
         return results
@@ -412,6 +439,8 @@ class Agent:
         key = ",".join(sorted(task_ids)) or "-"
         self.loops.setdefault(key, Counter())[canonical_call(call)] += 1
         result = await self.s.tools.execute(ctx, call)
+        # Recorded as the call ends: a task finished later in the round consolidates the
+        # steps that led to it.
         self.working.add(
             HistoryBlock(
                 action=call.name,
@@ -492,11 +521,18 @@ class Agent:
         task_ids: list[str],
         mail_ids: list[str],
     ) -> None:
+        """Sum the cycle up in `report` and write its audit record (flushed by the caller)."""
+        fx = ctx.effects
+        report.tool_calls = len(calls)
+        report.tasks_done = len(fx.tasks_completed)
+        report.tasks_failed = len(fx.tasks_failed)
+        report.messages_sent = len(fx.messages_sent)
+        if not self.s.provider.offline:
+            report.cost = estimate_cost(report.usage, ctx.config.model, self.s.config.pricing)
         if text:
             self.working.add(HistoryBlock(action="said", detail=_short(text, 500),
                                           priority=Priority.MEDIUM))
-        fx = ctx.effects
-        self.audit.append(
+        self.audit.write(
             "cycle",
             cycle=report.cycle,
             agent=self.name,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from hivemind.ltm.importance import heuristic_importance
 from hivemind.memory.blocks import HistoryBlock
@@ -31,7 +32,12 @@ def block_importance(block: HistoryBlock) -> float:
     if isinstance(given, int | float) and not isinstance(given, bool) and given >= 0:
         value = float(given)
         return min(1.0, value / 10.0 if value > 1.0 else value)
-    return heuristic_importance(block.inline_content())
+    return _text_importance(block.inline_content())
+
+
+# A block is judged again at every task end of its cycle: the heuristic is pure, so its
+# verdict on a text is kept.
+_text_importance = lru_cache(maxsize=4096)(heuristic_importance)
 
 
 def memorable(history: Sequence[HistoryBlock], threshold: float) -> list[Memorable]:

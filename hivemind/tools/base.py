@@ -67,14 +67,50 @@ class ToolContext:
         return next(iter(self.active_tasks.values()), None)
 
 
+ANY = "*"
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What a call reads and writes, by name: "files" (workspace/ and knowledge/),
+    "mail", "tasks" (the board and the cycle's held tasks), "task:<id>", "memory";
+    "*" is everything. Calls of one round whose footprints do not conflict run
+    overlapped and share one disk flush (see the cycle); the rest wait their turn."""
+
+    reads: frozenset[str] = frozenset({ANY})
+    writes: frozenset[str] = frozenset({ANY})
+
+    @staticmethod
+    def of(reads: Iterable[str] = (), writes: Iterable[str] = ()) -> Footprint:
+        return Footprint(frozenset(reads), frozenset(writes))
+
+    def after(self, earlier: Footprint) -> bool:
+        """True if this call must wait until `earlier` (a call before it) has finished:
+        it reads what that one writes, or writes what that one reads. Two blind writes
+        do not conflict: their effects land in call order either way."""
+        return _overlap(self.reads, earlier.writes) or _overlap(self.writes, earlier.reads)
+
+
+def _overlap(a: frozenset[str], b: frozenset[str]) -> bool:
+    if not a or not b:
+        return False
+    return ANY in a or ANY in b or not a.isdisjoint(b)
+
+
+EXCLUSIVE = Footprint()
+"""A tool that says nothing of its footprint runs alone."""
+
+
 @dataclass
 class Tool(Generic[InputT]):
-    """One tool: name, description, input model and the coroutine that runs it."""
+    """One tool: name, description, input model, the coroutine that runs it, and what
+    a call touches (from its raw input; None: everything)."""
 
     name: str
     description: str
     input_model: type[InputT]
     run: Callable[[ToolContext, InputT], Awaitable[str]]
+    touches: Callable[[dict[str, Any]], Footprint] | None = None
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
 
     def spec(self) -> ToolSpec:
@@ -113,6 +149,18 @@ class ToolRegistry:
 
     def specs(self, allow: list[str] | None) -> list[ToolSpec]:
         return [t.spec() for t in self.allowed(allow)]
+
+    def footprint(self, call: ToolCall) -> Footprint:
+        """What `call` reads and writes; an unknown tool touches nothing (it only errs)."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return Footprint.of()
+        if tool.touches is None:
+            return EXCLUSIVE
+        try:
+            return tool.touches(call.input)
+        except Exception:  # input too malformed to tell: let it run alone
+            return EXCLUSIVE
 
     async def execute(self, ctx: ToolContext, call: ToolCall) -> ToolResult:
         """Run one call; a mistake of the model comes back as an error result."""

@@ -19,7 +19,7 @@ from hivemind.errors import ToolError
 from hivemind.hive.atomic import atomic_write_steps, run_async
 from hivemind.hive.paths import resolve_inside
 from hivemind.memory.blocks import FileBlock, Priority
-from hivemind.tools.base import Tool, ToolContext
+from hivemind.tools.base import ANY, Footprint, Tool, ToolContext
 
 MAX_WRITE_BYTES = 1_000_000
 MAX_READ_LINES = 2_000
@@ -197,6 +197,12 @@ async def search_files(ctx: ToolContext, args: SearchFilesInput) -> str:
     return "\n".join(hits) if hits else "no match"
 
 
+# Reads see the whole hive (another call's mail, task or file); a whole-file write is
+# blind; an edit reads what it rewrites.
+_READS = Footprint.of(reads=[ANY])
+_WRITES = Footprint.of(writes=["files"])
+_EDITS = Footprint.of(reads=["files"], writes=["files"])
+
 FILE_TOOLS: list[Tool[Any]] = [
     Tool(
         "read_file",
@@ -204,12 +210,14 @@ FILE_TOOLS: list[Tool[Any]] = [
         "line range; the file then stays in view in your next cycles.",
         ReadFileInput,
         read_file,
+        touches=lambda _input: _READS,
     ),
     Tool(
         "write_file",
         "Create or replace a file under workspace/ or knowledge/.",
         WriteFileInput,
         write_file,
+        touches=lambda _input: _WRITES,
     ),
     Tool(
         "edit_file",
@@ -217,12 +225,20 @@ FILE_TOOLS: list[Tool[Any]] = [
         "knowledge/.",
         EditFileInput,
         edit_file,
+        touches=lambda _input: _EDITS,
     ),
-    Tool("list_files", "List the files under a folder of the hive.", ListFilesInput, list_files),
+    Tool(
+        "list_files",
+        "List the files under a folder of the hive.",
+        ListFilesInput,
+        list_files,
+        touches=lambda _input: _READS,
+    ),
     Tool(
         "search_files",
         "Search files of a hive folder for a regular expression; returns path:line: text.",
         SearchFilesInput,
         search_files,
+        touches=lambda _input: _READS,
     ),
 ]

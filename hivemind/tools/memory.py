@@ -15,7 +15,7 @@ from hivemind.errors import ToolError
 from hivemind.hive.taskref import TaskRef
 from hivemind.ltm.records import recall_audit
 from hivemind.memory.blocks import BlockType, HistoryBlock
-from hivemind.tools.base import Tool, ToolContext
+from hivemind.tools.base import Footprint, Tool, ToolContext
 
 
 class RememberInput(BaseModel):
@@ -107,11 +107,13 @@ MEMORY_TOOLS: list[Tool[Any]] = [
         "long-term memory.",
         RememberInput,
         remember,
+        touches=lambda _input: Footprint.of(reads=["tasks"], writes=["memory"]),
     ),
     Tool(
         "recall",
         "Search the hive's long-term memory; returns the best matches with their scores.",
         RecallInput,
         recall,
+        touches=lambda _input: Footprint.of(reads=["tasks", "memory"]),
     ),
 ]

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hivemind.hive.atomic import run_async
-from hivemind.tools.base import Tool, ToolContext
+from hivemind.tools.base import Footprint, Tool, ToolContext
 
 
 class SendMessageInput(BaseModel):
@@ -50,5 +50,7 @@ MESSAGING_TOOLS: list[Tool[Any]] = [
         "Your name is filled in as the sender.",
         SendMessageInput,
         send_message,
+        # Each message is a new file under a unique id: nothing it reads can change.
+        touches=lambda _input: Footprint.of(writes=["mail"]),
     )
 ]

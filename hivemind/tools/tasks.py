@@ -14,7 +14,7 @@ from hivemind.errors import ToolError
 from hivemind.hive.atomic import run_async
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.tasks import TaskRef
-from hivemind.tools.base import Tool, ToolContext
+from hivemind.tools.base import Footprint, Tool, ToolContext
 from hivemind.tools.memory import end_task_memory
 
 
@@ -123,23 +123,33 @@ async def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> No
         ctx.on_task_change()
 
 
+def _finishing(tool_input: dict[str, Any]) -> Footprint:
+    """complete_task / fail_task: this task, the notice, the board, its memory."""
+    task = f"task:{tool_input.get('task_id')}"
+    return Footprint.of(reads=[task], writes=[task, "tasks", "mail", "memory"])
+
+
 TASK_TOOLS: list[Tool[Any]] = [
     Tool(
         "create_task",
         "Create a task for another agent (delegation); its outcome comes back to you by mail.",
         CreateTaskInput,
         create_task,
+        # Reads the held tasks (the parent's project) and the board (a free id).
+        touches=lambda _input: Footprint.of(reads=["tasks"], writes=["tasks"]),
     ),
     Tool(
         "complete_task",
         "Finish a task you hold, with its result; the result is appended to the task file.",
         CompleteTaskInput,
         complete_task,
+        touches=_finishing,
     ),
     Tool(
         "fail_task",
         "Give up a task you hold, with the reason; it is retried or moved to tasks/failed/.",
         FailTaskInput,
         fail_task,
+        touches=_finishing,
     ),
 ]
