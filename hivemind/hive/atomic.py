@@ -341,11 +341,53 @@ def atomic_write(path: Path, text: str, *, fsync: bool = True) -> None:
     run(atomic_write_steps(path, text, fsync=fsync))
 
 
+def _load_renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
+    """Linux's renameat2(2), if this libc has it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return cast("Callable[[int, bytes, int, bytes, int], int]", fn)
+
+
+_renameat2 = _load_renameat2()
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+# Once a filesystem says it cannot, link + unlink is used from then on.
+_noreplace_refused: set[int] = set()
+
+
+def _rename_noreplace(src: Path, dst: Path) -> bool | None:
+    """One atomic rename that never replaces: True, False (`dst` exists), or None when
+    this system or filesystem has no such rename."""
+    if _renameat2 is None:
+        return None
+    source = os.fsencode(src)
+    if _renameat2(_AT_FDCWD, source, _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.EEXIST:
+        return False
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        _noreplace_refused.add(os.lstat(src).st_dev)
+        return None
+    raise OSError(err, os.strerror(err), os.fsdecode(source), None, os.fsdecode(dst))
+
+
 def link_new(src: Path, dst: Path) -> bool:
     """Move `src` to `dst` unless `dst` exists (then `src` stays and False is returned).
 
-    link + unlink never replaces a file; where links are unsupported, a checked rename.
+    One rename(RENAME_NOREPLACE) where Linux has it; else link + unlink, which never
+    replaces a file either; where links are unsupported, a checked rename.
     """
+    if not _noreplace_refused or os.lstat(src).st_dev not in _noreplace_refused:
+        moved = _rename_noreplace(src, dst)
+        if moved is not None:
+            return moved
     try:
         os.link(src, dst, follow_symlinks=False)
     except FileExistsError:

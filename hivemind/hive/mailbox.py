@@ -63,10 +63,12 @@ class MailItem:
 
 @dataclass(frozen=True)
 class Staged:
-    """A message written and fsynced in tmp/, not yet visible in new/."""
+    """A message written and fsynced in tmp/, not yet visible in new/. `fresh`: its id
+    was made for this delivery, so no copy can be in new/ or cur/ already."""
 
     tmp: Path
     name: str
+    fresh: bool = False
 
 
 def _order(item: MailItem, mtime: float) -> tuple[float, str]:
@@ -124,23 +126,25 @@ class Mailbox:
             os.path.join(self.cur_dir, name)
         )
 
-    def stage(self, message: Message, *, fsync: bool | None = None) -> Staged:
+    def stage(
+        self, message: Message, *, fsync: bool | None = None, fresh: bool = False
+    ) -> Staged:
         """Step 1 of a delivery: the whole file in tmp/ (fsynced unless told not to)."""
         name = f"{message.id}.md"
         data = render_message(message).encode("utf-8")
         sync = self.fsync if fsync is None else fsync
         try:
-            return Staged(write_temp(self.tmp_dir, name, data, fsync=sync), name)
+            return Staged(write_temp(self.tmp_dir, name, data, fsync=sync), name, fresh)
         except FileNotFoundError:  # first delivery: the maildir does not exist yet
             self.ensure()
-            return Staged(write_temp(self.tmp_dir, name, data, fsync=sync), name)
+            return Staged(write_temp(self.tmp_dir, name, data, fsync=sync), name, fresh)
 
     def commit(self, staged: Staged) -> Path | None:
         """Step 2: link into new/ (never replacing); None if the id was already delivered."""
         target = self.new_dir / staged.name
         linked = False
         try:
-            if os.path.lexists(os.path.join(self.cur_dir, staged.name)):
+            if not staged.fresh and os.path.lexists(os.path.join(self.cur_dir, staged.name)):
                 return None
             try:
                 linked = link_new(staged.tmp, target)
@@ -317,19 +321,20 @@ class PostOffice:
         names = self.recipients(sender, to)
         known = {k: v for k, v in fields.items() if k in ("id", "thread", "in_reply_to", "task")}
         extra = {k: v for k, v in fields.items() if k not in known}
-        message_id = known.pop("id", None) or new_message_id()
+        given = known.pop("id", None)
+        message_id = given or new_message_id()
         sent_at = utcnow()
         staged: list[tuple[Mailbox, Staged]] = []
         try:
             for name in names:
                 box = self.mailbox(name)
-                if box.has(message_id):
+                if given and box.has(message_id):
                     continue
                 message = Message(
                     id=message_id, from_=sender, to=name, subject=subject, sent_at=sent_at,
                     body=body, extra=extra, **known,
                 )  # fmt: skip
-                staged.append((box, box.stage(message, fsync=False)))
+                staged.append((box, box.stage(message, fsync=False, fresh=not given)))
             if self.fsync and staged:  # every copy reaches the disk before any is visible
                 yield [s.tmp for _, s in staged]
         except BaseException:

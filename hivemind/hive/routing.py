@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from hivemind.hive.models import AgentConfig, Task
 
@@ -20,6 +21,12 @@ def words(text: str) -> set[str]:
     return {_stem(w) for w in _WORD.findall(text.lower())}
 
 
+@lru_cache(maxsize=1024)
+def _skill_words(skill: str) -> frozenset[str]:
+    """A skill's words: the same few skills are matched against every pending task."""
+    return frozenset(words(skill))
+
+
 def skill_score(task: Task, agent: AgentConfig, task_words: set[str] | None = None) -> int:
     """2 per skill equal to the task's domain or task_type, 1 per skill named in its text."""
     text = task_words if task_words is not None else words(f"{task.title} {task.body}")
@@ -31,7 +38,7 @@ def skill_score(task: Task, agent: AgentConfig, task_words: set[str] | None = No
             continue
         if name in tags:
             score += 2
-        elif (needed := words(name)) and needed <= text:
+        elif (needed := _skill_words(name)) and needed <= text:
             score += 1
     return score
 

@@ -1,0 +1,142 @@
+"""LoopFlusher: the flushes asked for on one event loop share worker trips (group commit)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from hivemind.hive.atomic import LoopFlusher, atomic_write_steps, run_async
+
+
+def files(directory: Path, count: int, prefix: str = "f") -> list[Path]:
+    """`count` small real files, written but not yet flushed."""
+    paths = [directory / f"{prefix}{i}.md" for i in range(count)]
+    for i, path in enumerate(paths):
+        path.write_text(f"file {i}\n")
+    return paths
+
+
+def this_loops_flusher() -> LoopFlusher:
+    return LoopFlusher.of(asyncio.get_running_loop())
+
+
+async def test_concurrent_flushes_share_a_few_worker_trips(tmp_path: Path) -> None:
+    flusher = this_loops_flusher()
+    paths = files(tmp_path, 20)
+    trips, requests = flusher.trips, flusher.requests
+
+    results = await asyncio.gather(*(flusher.flush([p]) for p in paths))
+
+    assert results == [None] * 20
+    assert flusher.requests - requests == 20
+    assert flusher.trips - trips < flusher.requests - requests
+    assert flusher.trips - trips <= 3
+
+
+async def test_a_lone_coroutine_makes_one_trip_per_flush(tmp_path: Path) -> None:
+    flusher = this_loops_flusher()
+    paths = files(tmp_path, 5)
+    trips, requests = flusher.trips, flusher.requests
+
+    for path in paths:
+        await flusher.flush([path])
+
+    assert (flusher.trips - trips, flusher.requests - requests) == (5, 5)
+
+
+async def test_a_missing_file_fails_only_its_own_request(tmp_path: Path) -> None:
+    flusher = this_loops_flusher()
+    present = files(tmp_path, 4)
+    missing = tmp_path / "gone.md"
+    trips = flusher.trips
+
+    results = await asyncio.gather(
+        flusher.flush([present[0]]),
+        flusher.flush([present[1], missing]),
+        flusher.flush([present[2]]),
+        flusher.flush([present[3]]),
+        return_exceptions=True,
+    )
+
+    assert flusher.trips - trips == 1  # one batch: the failure did not split it
+    assert isinstance(results[1], FileNotFoundError)
+    assert "gone.md" in str(results[1])
+    assert [results[0], results[2], results[3]] == [None, None, None]
+
+
+async def test_a_cancelled_waiter_does_not_break_the_batch(tmp_path: Path) -> None:
+    flusher = this_loops_flusher()
+    paths = files(tmp_path, 5)
+    trips = flusher.trips
+    waiters = [asyncio.ensure_future(flusher.flush([p])) for p in paths]
+    while flusher.trips == trips:  # until the trip has left for the worker thread
+        await asyncio.sleep(0)
+
+    waiters[2].cancel()
+    others = await asyncio.wait_for(
+        asyncio.gather(*(w for i, w in enumerate(waiters) if i != 2)), timeout=5
+    )
+
+    assert waiters[2].cancelled()
+    assert others == [None] * 4
+
+
+async def test_the_flusher_still_works_after_a_cancelled_waiter(tmp_path: Path) -> None:
+    flusher = this_loops_flusher()
+    first, later = files(tmp_path, 2)
+    trips = flusher.trips
+    waiter = asyncio.ensure_future(flusher.flush([first]))
+    while flusher.trips == trips:
+        await asyncio.sleep(0)
+    waiter.cancel()
+    await asyncio.sleep(0)
+
+    await asyncio.wait_for(flusher.flush([later]), timeout=5)  # not stuck busy
+
+    assert flusher.trips - trips == 2
+
+
+async def test_flushing_no_files_returns_without_a_trip() -> None:
+    flusher = this_loops_flusher()
+    trips, requests = flusher.trips, flusher.requests
+
+    await flusher.flush([])
+
+    assert (flusher.trips, flusher.requests) == (trips, requests)
+
+
+def test_each_event_loop_has_its_own_flusher() -> None:
+    async def flusher_pair() -> tuple[LoopFlusher, LoopFlusher]:
+        loop = asyncio.get_running_loop()
+        return LoopFlusher.of(loop), LoopFlusher.of(loop)
+
+    first, again = asyncio.run(flusher_pair())
+    other, _ = asyncio.run(flusher_pair())
+
+    assert first is again
+    assert other is not first
+
+
+async def test_concurrent_atomic_writes_are_whole_and_share_trips(tmp_path: Path) -> None:
+    flusher = this_loops_flusher()
+    texts = {tmp_path / f"note{i}.md": f"note {i}\n" * (i + 1) for i in range(12)}
+    trips = flusher.trips
+
+    await asyncio.gather(*(run_async(atomic_write_steps(p, t)) for p, t in texts.items()))
+
+    assert {p: p.read_text() for p in texts} == texts
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert flusher.trips - trips < len(texts)
+
+
+@pytest.mark.parametrize("count", [1, 3, 8], ids=["one-file", "three-files", "eight-files"])
+async def test_one_request_for_many_files_is_one_trip(tmp_path: Path, count: int) -> None:
+    flusher = this_loops_flusher()
+    paths = files(tmp_path, count)
+    trips, requests = flusher.trips, flusher.requests
+
+    await flusher.flush(paths)
+
+    assert (flusher.trips - trips, flusher.requests - requests) == (1, 1)
