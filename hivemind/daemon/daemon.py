@@ -21,6 +21,13 @@ from hivemind.agent.services import HiveServices
 from hivemind.daemon.dispatch import Dispatcher
 from hivemind.daemon.lock import HiveLock
 from hivemind.daemon.status import IdleState, RunTotals, StatusWriter, hive_idle_state
+from hivemind.daemon.workers import (
+    WorkerLink,
+    WorkerLost,
+    WorkerSpec,
+    deal,
+    share_of_calls,
+)
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentConfig, HiveConfig
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
@@ -43,6 +50,7 @@ class RunOptions:
     poll: bool | None = None
     idle_settle: float = 0.3
     backoff: float = BACKOFF_START
+    workers: int | None = None  # processes to spread the agents over (None: hive.toml)
 
 
 @dataclass
@@ -54,6 +62,7 @@ class AgentRunner:
     retry_at: float = 0.0
     task: asyncio.Task[None] | None = None
     stop: bool = False
+    worker: WorkerLink | None = None  # the process that runs its cycles (None: this one)
 
 
 class Daemon:
@@ -93,6 +102,8 @@ class Daemon:
         self.status = StatusWriter(hive, self)
         self.waiting: list[tuple[str, str]] = []
         self.stalled: IdleState | None = None
+        self.workers: list[WorkerLink] = []
+        self._secrets = secrets
 
     # -- wiring ----------------------------------------------------------------
     def request_dispatch(self) -> None:
@@ -145,6 +156,7 @@ class Daemon:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     with contextlib.suppress(NotImplementedError, RuntimeError):
                         loop.remove_signal_handler(sig)
+                await asyncio.gather(*(w.stop() for w in self.workers))
                 await self.services.provider.aclose()
                 if self.services.ltm is not None:
                     self.services.ltm.close()
@@ -164,9 +176,13 @@ class Daemon:
             self.hive, settle_time=d.settle_time, rescan_interval=d.rescan_interval,
             poll=poll, watch_globs=watch_globs,
         ) as watcher, asyncio.TaskGroup() as tg:
-            for name in self.hive.agent_names():
-                if self._wanted(name):
-                    self._start_agent(tg, name)
+            names = [n for n in self.hive.agent_names() if self._wanted(n)]
+            for name in self._spread(names):
+                self._start_agent(tg, name)
+            for link in self.workers:
+                for name in link.agents:
+                    self._start_agent(tg, name, link)
+                tg.create_task(self._adopt(link))
             self.request_dispatch()
             service = [
                 tg.create_task(self._dispatch_loop()),
@@ -178,6 +194,45 @@ class Daemon:
             await self.stopping.wait()
             await self._drain(service)
 
+    def _spread(self, names: list[str]) -> list[str]:
+        """Deal the agents out over the processes and start the workers; returns the
+        agents this process runs itself."""
+        wanted = self.options.workers or self.config.daemon.workers
+        processes = max(1, min(wanted, len(names)))
+        shares = deal(names, processes)
+        if processes > 1:
+            calls = share_of_calls(self.config.daemon.max_concurrent_calls, processes)
+            self.services.model_slots = asyncio.Semaphore(calls)
+            for share in shares[1:]:
+                spec = WorkerSpec(
+                    root=str(self.hive.root), config=self.config,
+                    offline=self.services.provider.offline, secrets=self._secrets,
+                    agents=tuple(share), model_calls=calls,
+                )
+                link = WorkerLink(spec, on_dispatch=self.request_dispatch,
+                                  on_mail=self.wake_agents, on_load=self._moved_elsewhere)
+                link.start()
+                self.workers.append(link)
+        return shares[0]
+
+    def _moved_elsewhere(self, agent: str, delta: int) -> None:
+        """A worker moved one of its agents' tasks: the board's load follows, and a task
+        leaving active/ makes room for the next one."""
+        self.services.board.moved_elsewhere(agent, delta)
+        if delta < 0:
+            self.request_dispatch()
+
+    async def _adopt(self, link: WorkerLink) -> None:
+        """Mirror the recovered state of a worker's agents (counters, budgets) here."""
+        try:
+            states = await link.ready()
+        except WorkerLost:
+            return  # its agents fall back to this process at their next cycle
+        for name, state in states.items():
+            runner = self.runners.get(name)
+            if runner is not None:
+                state.apply(runner.agent)
+
     def _start_configs(self) -> dict[str, AgentConfig]:
         out = {}
         for name in self.hive.agent_names():
@@ -185,10 +240,13 @@ class Daemon:
                 out[name] = self.services.roms.load(name)
         return out
 
-    def _start_agent(self, tg: asyncio.TaskGroup, name: str) -> None:
+    def _start_agent(
+        self, tg: asyncio.TaskGroup, name: str, worker: WorkerLink | None = None
+    ) -> None:
         agent = Agent(name, self.services)
-        agent.recover()
-        runner = AgentRunner(agent=agent)
+        if worker is None:
+            agent.recover()  # a worker recovers the agents it runs itself
+        runner = AgentRunner(agent=agent, worker=worker)
         self.runners[name] = runner
         self._configs_cache = None
         runner.wake.set()
@@ -226,12 +284,24 @@ class Daemon:
             runner.wake.clear()
             runner.busy = True
             try:
-                report = await runner.agent.cycle()
+                report = await self._cycle(runner)
             except OSError as exc:
                 report = self._broken_cycle(runner, exc)
             finally:
                 runner.busy = False
             self._after_cycle(runner, report)
+
+    async def _cycle(self, runner: AgentRunner) -> CycleReport:
+        """One cycle, here or in the agent's worker process."""
+        worker = runner.worker
+        if worker is None:
+            return await runner.agent.cycle()
+        if not worker.alive:
+            # Its worker died: the agent comes home, its interrupted cycle marked.
+            runner.worker = None
+            runner.agent.recover()
+            return await runner.agent.cycle()
+        return await worker.cycle(runner.agent)
 
     def _broken_cycle(self, runner: AgentRunner, exc: OSError) -> CycleReport:
         """The filesystem failed under a cycle (a folder replaced by a file, a full disk):

@@ -177,6 +177,11 @@ class DaemonSettings(BaseModel):
     grace_period: float = Field(default=30.0, ge=0, description="seconds to finish cycles on stop")
     poll: bool = False
     loop_breaker: int = Field(default=3, ge=2, description="same tool call repeated N times")
+    workers: int = Field(
+        default=1, ge=1, le=64,
+        description="processes the agents are spread over (one core each); the model-call "
+        "cap is shared among them",
+    )
     fsync: bool = Field(
         default=True,
         description="flush every task move, delivery and audit line to disk; false keeps "

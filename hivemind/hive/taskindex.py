@@ -11,7 +11,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from hivemind.errors import FileFormatError
@@ -55,6 +55,9 @@ class TaskIndex:
         self._moved_in: set[Path] = set()  # files this board put into tasks/ itself
         self._load: dict[str, int] | None = None  # active tasks per agent (see `load`)
         self._load_at = 0.0
+        # Told of every move into or out of active/<agent>/ this board makes (a worker
+        # process passes its moves on to the lead's board, see `moved_elsewhere`).
+        self.on_load_change: Callable[[str, int], None] | None = None
 
     @property
     def unsettled(self) -> int:
@@ -300,6 +303,12 @@ class TaskIndex:
 
     def _loaded(self, agent: str, delta: int) -> None:
         """This board moved a task into (+1) or out of (-1) active/<agent>/."""
+        self.moved_elsewhere(agent, delta)
+        if self.on_load_change is not None:
+            self.on_load_change(agent, delta)
+
+    def moved_elsewhere(self, agent: str, delta: int) -> None:
+        """Another board (another process) moved a task into or out of active/<agent>/."""
         if self._load is not None:
             self._load[agent] = max(0, self._load.get(agent, 0) + delta)
 
