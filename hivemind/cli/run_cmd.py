@@ -79,6 +79,15 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No line per cycle.")] = False,
+        workers: Annotated[
+            int | None,
+            typer.Option(
+                "--workers", min=1, max=64,
+                help="Spread the agents over N processes, one core each (default: "
+                "\\[daemon] workers of hive.toml, else 1). Worth it for many agents on a "
+                "multi-core machine; the cap on model calls is shared among them.",
+            ),
+        ] = None,
     ) -> None:
         """Run the hive: agents wake when tasks, mail or their ROM change, and think.
 
@@ -108,7 +117,8 @@ def register(app: typer.Typer) -> None:
         secret = os.environ.get(config.provider.api_key_env, "")
         daemon = Daemon(
             hive, config, provider,
-            RunOptions(until_idle=until_idle, agents=names, max_cycles=max_cycles, poll=poll),
+            RunOptions(until_idle=until_idle, agents=names, max_cycles=max_cycles, poll=poll,
+                       workers=workers),
             secrets=(secret,) if secret else (),
             on_cycle=None if quiet else _cycle_line,
         )

@@ -294,14 +294,15 @@ class Daemon:
     async def _cycle(self, runner: AgentRunner) -> CycleReport:
         """One cycle, here or in the agent's worker process."""
         worker = runner.worker
-        if worker is None:
-            return await runner.agent.cycle()
-        if not worker.alive:
-            # Its worker died: the agent comes home, its interrupted cycle marked.
-            runner.worker = None
-            runner.agent.recover()
-            return await runner.agent.cycle()
-        return await worker.cycle(runner.agent)
+        if worker is not None:
+            try:
+                return await worker.cycle(runner.agent)
+            except WorkerLost:
+                # Its worker died: the agent comes home, its interrupted cycle marked,
+                # and runs here from now on.
+                runner.worker = None
+                runner.agent.recover()
+        return await runner.agent.cycle()
 
     def _broken_cycle(self, runner: AgentRunner, exc: OSError) -> CycleReport:
         """The filesystem failed under a cycle (a folder replaced by a file, a full disk):

@@ -143,7 +143,7 @@ class WorkerLink:
         """Run one cycle of `agent` in the worker; its state is mirrored into `agent`."""
         await self.ready()
         if not self.alive:
-            raise WorkerLost(f"the worker process of {agent.name} ended")
+            raise WorkerLost(f"the worker process of {agent.name} had ended")
         assert self._loop is not None
         seq = next(self._seq)
         future: asyncio.Future[CycleReport] = self._loop.create_future()

@@ -54,6 +54,18 @@ warnings.filterwarnings(
     "ignore", message="Callback with id .* already exists for watch", category=RuntimeWarning
 )
 
+
+
+class _StoppingNoise(logging.Filter):
+    """watchdog (7.x) logs an error when an inotify event reaches an emitter that is being
+    stopped; at shutdown that is expected, and a user should not see it as a failure."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_StoppingNoise())
+
 # Opening or reading a file is not a change: leave those events out at the source.
 _EVENT_TYPES: list[type[FileSystemEvent]] = [
     FileCreatedEvent,

@@ -177,13 +177,12 @@ class OfflineProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """First round: the calls for active tasks and unread mail; later rounds: done."""
-        entries = read_context(request)
         if request.turns:
             made = sum(len(t.tool_calls) for t in request.turns if isinstance(t, AssistantTurn))
             calls: list[ToolCall] = []
             text = f"{LABEL} done: {made} tool calls"
         else:
-            plan = _Plan(request, entries)
+            plan = _Plan(request, read_context(request))
             calls = plan.build()
             if calls:
                 text = (
