@@ -16,7 +16,10 @@
         │   ├── ModelConnectionError  network, timeout
         │   └── ModelRequestError     4xx: the request itself was refused
         ├── ToolError                 a tool call failed (fed back to the model)
-        └── StoreError                the long-term memory store failed
+        ├── StoreError                the long-term memory store failed
+        └── WorkerError               a worker process (`run --workers`) failed
+            ├── WorkerLostError       it ended: its agents come back to the daemon
+            └── WorkerCrashedError    a cycle hit a bug there (its traceback inside)
 
 User errors print as one line, never a traceback; runtime failures are
 recorded in the audit log and `hivemind status`.
@@ -119,3 +122,15 @@ class ToolError(RuntimeFailure):
 
 class StoreError(RuntimeFailure):
     """The long-term memory store failed."""
+
+
+class WorkerError(RuntimeFailure):
+    """A worker process of `hivemind run --workers` failed."""
+
+
+class WorkerLostError(WorkerError):
+    """A worker process ended; the daemon runs its agents itself from then on."""
+
+
+class WorkerCrashedError(WorkerError):
+    """A cycle raised a bug in a worker process (the message holds its traceback)."""

@@ -3,6 +3,8 @@
 Structured like anyio code: a TaskGroup owns every task; SIGINT/SIGTERM set
 `stopping`, agents finish their in-flight cycle (within the grace period) and
 every file is left consistent; `--until-idle` stops once nothing is left to do.
+With `--workers N` some agents' cycles run in worker processes (see `workers`);
+every decision stays here.
 """
 
 from __future__ import annotations
@@ -21,13 +23,8 @@ from hivemind.agent.services import HiveServices
 from hivemind.daemon.dispatch import Dispatcher
 from hivemind.daemon.lock import HiveLock
 from hivemind.daemon.status import IdleState, RunTotals, StatusWriter, hive_idle_state
-from hivemind.daemon.workers import (
-    WorkerLink,
-    WorkerLost,
-    WorkerSpec,
-    deal,
-    share_of_calls,
-)
+from hivemind.daemon.workers import WorkerLink, WorkerSpec, deal, share_of_calls
+from hivemind.errors import WorkerLostError
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentConfig, HiveConfig
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
@@ -226,7 +223,7 @@ class Daemon:
         """Mirror the recovered state of a worker's agents (counters, budgets) here."""
         try:
             states = await link.ready()
-        except WorkerLost:
+        except WorkerLostError:
             return  # its agents fall back to this process at their next cycle
         for name, state in states.items():
             runner = self.runners.get(name)
@@ -297,7 +294,7 @@ class Daemon:
         if worker is not None:
             try:
                 return await worker.cycle(runner.agent)
-            except WorkerLost:
+            except WorkerLostError:
                 # Its worker died: the agent comes home, its interrupted cycle marked,
                 # and runs here from now on.
                 runner.worker = None

@@ -33,6 +33,7 @@ from typing import Any
 from hivemind.agent.budget import BudgetTracker
 from hivemind.agent.cycle import Agent, CycleReport
 from hivemind.agent.services import HiveServices
+from hivemind.errors import WorkerCrashedError, WorkerLostError
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import HiveConfig
 from hivemind.llm.base import Provider
@@ -42,14 +43,6 @@ from hivemind.ltm.store import LongTermMemory
 
 FIGURES_TTL = 2.0  # as the lead's: hive figures in STATUS blocks are this fresh
 STOP_TIMEOUT = 10.0  # seconds a worker has to exit once its cycles are done
-
-
-class WorkerLost(OSError):
-    """A worker process ended while the lead waited for one of its cycles."""
-
-
-class WorkerCrashed(RuntimeError):
-    """A cycle raised a bug in a worker process (the traceback is in the message)."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +128,7 @@ class WorkerLink:
         self._loop.add_reader(self._conn.fileno(), self._readable)
 
     async def ready(self) -> dict[str, AgentState]:
-        """The states of its agents once they are recovered (raises WorkerLost)."""
+        """The states of its agents once they are recovered (raises WorkerLostError)."""
         assert self._ready is not None, "start() first"
         return await asyncio.shield(self._ready)
 
@@ -143,7 +136,7 @@ class WorkerLink:
         """Run one cycle of `agent` in the worker; its state is mirrored into `agent`."""
         await self.ready()
         if not self.alive:
-            raise WorkerLost(f"the worker process of {agent.name} had ended")
+            raise WorkerLostError(f"the worker process of {agent.name} had ended")
         assert self._loop is not None
         seq = next(self._seq)
         future: asyncio.Future[CycleReport] = self._loop.create_future()
@@ -185,7 +178,7 @@ class WorkerLink:
             elif kind == "broken":
                 future.set_exception(message[2])  # the OSError itself, pickled
             else:
-                future.set_exception(WorkerCrashed(f"agent {agent.name}: {message[2]}"))
+                future.set_exception(WorkerCrashedError(f"agent {agent.name}: {message[2]}"))
 
     def _lost(self, why: str) -> None:
         if not self.alive:
@@ -193,7 +186,7 @@ class WorkerLink:
         self.alive = False
         if self._loop is not None:
             self._loop.remove_reader(self._conn.fileno())
-        error = WorkerLost(f"the worker process of {', '.join(self.agents)} ended: {why}")
+        error = WorkerLostError(f"the worker process of {', '.join(self.agents)} ended: {why}")
         if self._ready is not None and not self._ready.done():
             self._ready.set_exception(error)
         for _, future in self._waiting.values():
