@@ -54,13 +54,6 @@ class AuditLog:
             fsync_all([self.path])
         return record
 
-    async def append_async(self, event: str, **fields: Any) -> dict[str, Any]:
-        """`append` on the event loop: the line is written at once, and only the wait for
-        the disk leaves the loop, shared with every other flush (`LoopFlusher`)."""
-        record = self.write(event, **fields)
-        await self.flushed()
-        return record
-
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
         """Append one record (with `event` and `at`), not flushed yet: see `flushed`."""
         record = {"event": event, "at": utcnow().isoformat(), **fields}
