@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from pathlib import Path
 
 from hivemind.errors import ConfigError
@@ -27,42 +28,53 @@ class Hive:
         self.root = Path(root).resolve()
         self._root = os.fspath(self.root)
         self._root_prefix = self._root.rstrip("/") + "/"
+        self._children: dict[str, dict[str, Path]] = {}
 
     def __repr__(self) -> str:
         return f"Hive({str(self.root)!r})"
 
+    def _child(self, kind: str, parent: Path, name: str) -> Path:
+        """`parent / name`, built once: the same few folders are named on every cycle."""
+        cache = self._children.setdefault(kind, {})
+        path = cache.get(name)
+        if path is None:
+            if len(cache) > 4096:  # names come from files and models: keep it bounded
+                cache.clear()
+            path = cache[name] = parent / name
+        return path
+
     # -- top level -----------------------------------------------------------
-    @property
+    @cached_property
     def config_file(self) -> Path:
         return self.root / "hive.toml"
 
-    @property
+    @cached_property
     def agents_dir(self) -> Path:
         return self.root / "agents"
 
-    @property
+    @cached_property
     def knowledge_dir(self) -> Path:
         return self.root / "knowledge"
 
-    @property
+    @cached_property
     def mailboxes_dir(self) -> Path:
         return self.root / "mailboxes"
 
-    @property
+    @cached_property
     def tasks_dir(self) -> Path:
         return self.root / "tasks"
 
-    @property
+    @cached_property
     def workspace_dir(self) -> Path:
         return self.root / "workspace"
 
-    @property
+    @cached_property
     def state_dir(self) -> Path:
         return self.root / ".hivemind"
 
     # -- agents --------------------------------------------------------------
     def agent_dir(self, name: str) -> Path:
-        return self.agents_dir / name
+        return self._child("agents", self.agents_dir, name)
 
     def rom_path(self, name: str) -> Path:
         return self.agent_dir(name) / "ROM.md"
@@ -85,43 +97,43 @@ class Hive:
         )
 
     # -- tasks ---------------------------------------------------------------
-    @property
+    @cached_property
     def active_dir(self) -> Path:
         return self.tasks_dir / "active"
 
     def active_dir_for(self, agent: str) -> Path:
-        return self.active_dir / agent
+        return self._child("active", self.active_dir, agent)
 
-    @property
+    @cached_property
     def done_dir(self) -> Path:
         return self.tasks_dir / "done"
 
-    @property
+    @cached_property
     def failed_dir(self) -> Path:
         return self.tasks_dir / "failed"
 
-    @property
+    @cached_property
     def rejected_dir(self) -> Path:
         return self.tasks_dir / "rejected"
 
     # -- mail ----------------------------------------------------------------
     def mailbox_dir(self, name: str) -> Path:
-        return self.mailboxes_dir / name
+        return self._child("mailboxes", self.mailboxes_dir, name)
 
     # -- runtime state -------------------------------------------------------
-    @property
+    @cached_property
     def lock_file(self) -> Path:
         return self.state_dir / "daemon.lock"
 
-    @property
+    @cached_property
     def status_file(self) -> Path:
         return self.state_dir / "status.json"
 
-    @property
+    @cached_property
     def memory_db(self) -> Path:
         return self.state_dir / "memory.db"
 
-    @property
+    @cached_property
     def audit_dir(self) -> Path:
         return self.state_dir / "audit"
 
@@ -129,12 +141,12 @@ class Hive:
         return self.audit_dir / f"{agent}.jsonl"
 
     # -- confinement ---------------------------------------------------------
-    @property
+    @cached_property
     def writable_dirs(self) -> tuple[Path, ...]:
         """Where agents' write tools may write."""
         return (self.workspace_dir, self.knowledge_dir)
 
-    @property
+    @cached_property
     def readable_dirs(self) -> tuple[Path, ...]:
         """Where agents' read tools may read (never .hivemind/ or mailboxes)."""
         return (self.workspace_dir, self.knowledge_dir, self.tasks_dir, self.agents_dir)
