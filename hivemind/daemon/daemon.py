@@ -169,12 +169,13 @@ class Daemon:
         d = self.config.daemon
         poll = d.poll if self.options.poll is None else self.options.poll
         watch_globs = sorted({g for r in self._start_configs().values() for g in r.watch})
+        # Workers first: their start-up (a new interpreter) overlaps the watcher's.
+        mine = self._spread([n for n in self.hive.agent_names() if self._wanted(n)])
         async with HiveWatcher(
             self.hive, settle_time=d.settle_time, rescan_interval=d.rescan_interval,
             poll=poll, watch_globs=watch_globs,
         ) as watcher, asyncio.TaskGroup() as tg:
-            names = [n for n in self.hive.agent_names() if self._wanted(n)]
-            for name in self._spread(names):
+            for name in mine:
                 self._start_agent(tg, name)
             for link in self.workers:
                 for name in link.agents:
