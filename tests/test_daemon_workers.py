@@ -224,6 +224,17 @@ def test_zero_workers_in_hive_toml_is_refused_in_one_line_naming_file_and_key(hi
     assert "\n" not in message
 
 
+
+def test_no_more_processes_than_the_model_call_cap(tmp_path: Path) -> None:
+    # Each process needs a model-call slot: with a cap of 1, the daemon runs alone.
+    hive = make_hive(tmp_path / "hive", ["ann", "bob"], {"t1": "assignee: bob\n"})
+    run = start_spread(hive, 2, ["t1"])
+    run.daemon.config.daemon.max_concurrent_calls = 1
+    finish(run)
+    assert run.reason == "idle"
+    assert run.daemon.workers == []
+    assert done_stems(hive) == ["t1"]
+
 # -- an in-process run over two processes ---------------------------------------
 
 AGENTS = ["ann", "bob", "cid", "dot"]

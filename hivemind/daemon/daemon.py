@@ -196,7 +196,8 @@ class Daemon:
         """Deal the agents out over the processes and start the workers; returns the
         agents this process runs itself."""
         wanted = self.options.workers or self.config.daemon.workers
-        processes = max(1, min(wanted, len(names)))
+        # Each process needs a model-call slot of its own, and together they keep the cap.
+        processes = max(1, min(wanted, len(names), self.config.daemon.max_concurrent_calls))
         shares = deal(names, processes)
         if processes > 1:
             calls = share_of_calls(self.config.daemon.max_concurrent_calls, processes)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import multiprocessing
 import pickle
@@ -68,7 +69,10 @@ class AgentState:
 
     @classmethod
     def of(cls, agent: Agent) -> AgentState:
-        return cls(agent.cycle_no, agent.last_error, agent.config_error, agent.budget)
+        # The lead shows the day's spending; the per-task ledger stays with the worker,
+        # which is where budgets are enforced (and it grows with every task).
+        budget = dataclasses.replace(agent.budget, per_task={})
+        return cls(agent.cycle_no, agent.last_error, agent.config_error, budget)
 
     def apply(self, agent: Agent) -> None:
         agent.cycle_no = self.cycle_no

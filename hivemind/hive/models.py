@@ -180,7 +180,7 @@ class DaemonSettings(BaseModel):
     workers: int = Field(
         default=1, ge=1, le=64,
         description="processes the agents are spread over (one core each); the model-call "
-        "cap is shared among them",
+        "cap is shared among them, so it also caps their number",
     )
     fsync: bool = Field(
         default=True,
