@@ -190,14 +190,9 @@ Steps = Generator[list[Path], None, T]
 def fsync_all(paths: Sequence[Path]) -> None:
     """Flush these files to disk, sharing the flush with other threads' (group commit:
     one syncfs for a batch, see `_flush_fds`)."""
-    fds: list[int] = []
-    try:
-        for path in paths:
-            fds.append(os.open(path, os.O_RDONLY))
-        group_flush.flush(*fds)
-    finally:
-        for fd in fds:
-            os.close(fd)
+    error = flush_many([paths])[0]
+    if error is not None:
+        raise error
 
 
 def run(steps: Steps[T]) -> T:
@@ -235,13 +230,14 @@ async def run_async(steps: Steps[T]) -> T:
 _Request = tuple[Sequence[Path], "asyncio.Future[None]"]
 
 
-def _flush_requests(requests: list[_Request]) -> list[OSError | None]:
-    """Worker side of `LoopFlusher`: open every request's files, flush them all at once
-    (one syncfs for a batch), and say per request what went wrong, if anything."""
+def flush_many(requests: Sequence[Sequence[Path]]) -> list[OSError | None]:
+    """Flush the files of several requests at once (one syncfs for a batch) and say per
+    request what went wrong, if anything: a file that cannot be opened fails only its
+    own request; a failed flush fails them all."""
     fds: list[int] = []
     errors: list[OSError | None] = []
     try:
-        for paths, _ in requests:
+        for paths in requests:
             opened: list[int] = []
             try:
                 for path in paths:
@@ -304,7 +300,7 @@ class LoopFlusher:
             return
         self.trips += 1
         self.requests += len(batch)
-        work = self._loop.run_in_executor(None, _flush_requests, batch)
+        work = self._loop.run_in_executor(None, flush_many, [paths for paths, _ in batch])
         work.add_done_callback(lambda done: self._finish(batch, done))
 
     def _finish(self, batch: list[_Request], done: asyncio.Future[list[OSError | None]]) -> None:
