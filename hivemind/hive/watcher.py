@@ -55,7 +55,6 @@ warnings.filterwarnings(
 )
 
 
-
 class _StoppingNoise(logging.Filter):
     """watchdog (7.x) logs an error when an inotify event reaches an emitter that is being
     stopped; at shutdown that is expected, and a user should not see it as a failure."""

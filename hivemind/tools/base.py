@@ -104,13 +104,14 @@ EXCLUSIVE = Footprint()
 @dataclass
 class Tool(Generic[InputT]):
     """One tool: name, description, input model, the coroutine that runs it, and what
-    a call touches (from its raw input; None: everything)."""
+    its calls touch (one footprint for every call, or one from a call's raw input;
+    None: everything)."""
 
     name: str
     description: str
     input_model: type[InputT]
     run: Callable[[ToolContext, InputT], Awaitable[str]]
-    touches: Callable[[dict[str, Any]], Footprint] | None = None
+    touches: Footprint | Callable[[dict[str, Any]], Footprint] | None = None
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
 
     def spec(self) -> ToolSpec:
@@ -157,6 +158,8 @@ class ToolRegistry:
             return Footprint.of()
         if tool.touches is None:
             return EXCLUSIVE
+        if isinstance(tool.touches, Footprint):
+            return tool.touches
         try:
             return tool.touches(call.input)
         except Exception:  # input too malformed to tell: let it run alone

@@ -107,13 +107,13 @@ MEMORY_TOOLS: list[Tool[Any]] = [
         "long-term memory.",
         RememberInput,
         remember,
-        touches=lambda _input: Footprint.of(reads=["tasks"], writes=["memory"]),
+        touches=Footprint.of(reads=["tasks"], writes=["memory"]),
     ),
     Tool(
         "recall",
         "Search the hive's long-term memory; returns the best matches with their scores.",
         RecallInput,
         recall,
-        touches=lambda _input: Footprint.of(reads=["tasks", "memory"]),
+        touches=Footprint.of(reads=["tasks", "memory"]),
     ),
 ]

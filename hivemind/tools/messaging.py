@@ -51,6 +51,6 @@ MESSAGING_TOOLS: list[Tool[Any]] = [
         SendMessageInput,
         send_message,
         # Each message is a new file under a unique id: nothing it reads can change.
-        touches=lambda _input: Footprint.of(writes=["mail"]),
+        touches=Footprint.of(writes=["mail"]),
     )
 ]

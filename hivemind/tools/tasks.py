@@ -136,7 +136,7 @@ TASK_TOOLS: list[Tool[Any]] = [
         CreateTaskInput,
         create_task,
         # Reads the held tasks (the parent's project) and the board (a free id).
-        touches=lambda _input: Footprint.of(reads=["tasks"], writes=["tasks"]),
+        touches=Footprint.of(reads=["tasks"], writes=["tasks"]),
     ),
     Tool(
         "complete_task",
