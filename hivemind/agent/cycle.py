@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ from hivemind.memory.relevance import RelevanceScorer
 from hivemind.memory.selector import MemorySelector, Selection
 from hivemind.tools.base import Footprint, ToolContext, canonical_call
 from hivemind.tools.memory import end_task_memory
+
+logger = logging.getLogger(__name__)
 
 SUMMARY_CHARS = 300
 FINISHED_ID = "context:finished"
@@ -156,6 +159,7 @@ class Agent:
         self._last_request: str | None = None
         # (ids of the specs, their JSON, the specs: kept alive so no id is reused)
         self._tools_text: tuple[tuple[int, ...], str, list[ToolSpec]] | None = None
+        self._flushing: set[asyncio.Future[None]] = set()
 
     def recover(self) -> list[int]:
         """On daemon start: mark interrupted cycles, restore counters and budgets."""
@@ -280,9 +284,15 @@ class Agent:
         finally:
             await start_flushed
             self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
-            await self.audit.flushed()
+            marks_mail = bool(p.unread) and (not report.retry or bool(calls))
+            if marks_mail:
+                await self.audit.flushed()
+            else:
+                # Nothing waits on the record being on disk: its flush overlaps what
+                # comes next (a kill loses nothing written; `settle` waits at the end).
+                self._flush_in_background()
         # Mail is marked read only now that the cycle's record is on disk.
-        if not report.retry or calls:
+        if marks_mail:
             for item in p.unread:
                 self.mailbox.mark_read(item)
         self.last_error = report.error
@@ -290,6 +300,22 @@ class Agent:
         self.s.janitor.sweep(self.working)
         if self.s.ltm is not None and ctx.effects.memories and report.error is None:
             await self._reflect(cfg, p)
+
+    def _flush_in_background(self) -> None:
+        flush = asyncio.ensure_future(self.audit.flushed())
+        self._flushing.add(flush)
+        flush.add_done_callback(self._flush_done)
+
+    def _flush_done(self, flush: asyncio.Future[None]) -> None:
+        self._flushing.discard(flush)
+        if not flush.cancelled() and flush.exception() is not None:
+            # The next cycle's flush covers the same file and fails visibly there.
+            logger.warning("%s: audit flush failed: %s", self.audit.path, flush.exception())
+
+    async def settle(self) -> None:
+        """Wait until every audit record written so far is on disk (at shutdown)."""
+        if self._flushing:
+            await asyncio.wait(list(self._flushing))
 
     async def _reflect(self, cfg: AgentConfig, p: Perception) -> None:
         """Reflect when enough importance has gathered (never with the offline provider)."""

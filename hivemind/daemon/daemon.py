@@ -154,6 +154,7 @@ class Daemon:
                     with contextlib.suppress(NotImplementedError, RuntimeError):
                         loop.remove_signal_handler(sig)
                 await asyncio.gather(*(w.stop() for w in self.workers))
+                await asyncio.gather(*(r.agent.settle() for r in self.runners.values()))
                 await self.services.provider.aclose()
                 if self.services.ltm is not None:
                     self.services.ltm.close()

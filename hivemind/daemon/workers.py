@@ -261,6 +261,7 @@ class _WorkerHost:
             loop.remove_reader(self.conn.fileno())
             if self.cycles:
                 await asyncio.wait(self.cycles)
+            await asyncio.gather(*(a.settle() for a in self.agents.values()))
         finally:
             await services.provider.aclose()
             services.ltm.close()

@@ -425,7 +425,13 @@ def move_into(src: Path, directory: Path, name: str | None = None) -> Path:
     """Rename `src` into `directory` (as `name`); if that name is taken, a unique one."""
     dst = directory / (name or src.name)
     if not os.path.lexists(dst):
-        os.rename(src, dst)
+        try:
+            os.rename(src, dst)
+        except FileNotFoundError:
+            if directory.is_dir() or not os.path.lexists(src):
+                raise
+            directory.mkdir(parents=True, exist_ok=True)  # made on first use
+            os.rename(src, dst)
         return dst
     return move_unique(src, directory, name)
 

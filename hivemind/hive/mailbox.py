@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +47,18 @@ def new_message_id() -> str:
         now_us = max(time.time_ns() // 1000, _id_last_us + 1)
         _id_last_us = now_us
         seq = next(_id_seq) & 0xFFFFFF
-    moment = datetime.fromtimestamp(now_us // 1_000_000, UTC)
-    stamp = f"{moment:%Y%m%dT%H%M%S}.{now_us % 1_000_000:06d}Z"
-    return f"{stamp}-{os.getpid():06x}-{seq:06x}-{secrets.token_hex(3)}"
+    stamp = f"{_second_stamp(now_us // 1_000_000)}.{now_us % 1_000_000:06d}Z"
+    # pid + seq is unique among live processes; the salt, drawn once per process,
+    # covers a pid reused later.
+    return f"{stamp}-{os.getpid():06x}-{seq:06x}-{_id_salt}"
+
+
+_id_salt = secrets.token_hex(3)
+
+
+@lru_cache(maxsize=4)
+def _second_stamp(second: int) -> str:
+    return f"{datetime.fromtimestamp(second, UTC):%Y%m%dT%H%M%S}"
 
 
 @dataclass
@@ -233,15 +242,24 @@ class Mailbox:
         if item.path.parent == self.cur_dir:
             return item.path
         target = self.cur_dir / item.path.name
-        self.cur_dir.mkdir(parents=True, exist_ok=True)
         try:
-            os.rename(item.path, target)
+            self._move(item.path, target)
         except FileNotFoundError:
             if not os.path.lexists(target):
                 raise FileNotFoundError(f"{item.path}: no such message in new/ or cur/") from None
         self._parsed.forget(item.path)
         item.path, item.read = target, True
         return target
+
+
+    def _move(self, src: Path, target: Path) -> None:
+        try:
+            os.rename(src, target)
+        except FileNotFoundError:
+            if self.cur_dir.is_dir() or not os.path.lexists(src):
+                raise
+            self.cur_dir.mkdir(parents=True, exist_ok=True)  # cur/ removed by hand
+            os.rename(src, target)
 
 
 def raw_message(path: Path, owner: str, reason: str | None = None) -> Message:

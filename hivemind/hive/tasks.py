@@ -126,7 +126,6 @@ class TaskBoard(TaskIndex):
                 }
             )
             yield from atomic_write_steps(ref.path, render_task(task), fsync=self.fsync)
-        self.hive.done_dir.mkdir(parents=True, exist_ok=True)
         dest = move_into(ref.path, self.hive.done_dir, f"{task.id}.md")
         self._parsed.forget(ref.path)
         self._loaded(agent, -1)
@@ -156,7 +155,6 @@ class TaskBoard(TaskIndex):
             state, folder = TaskState.FAILED, self.hive.failed_dir
         task = task.model_copy(update=update)
         yield from atomic_write_steps(ref.path, render_task(task), fsync=self.fsync)
-        folder.mkdir(parents=True, exist_ok=True)
         dest = move_into(ref.path, folder, f"{task.id}.md")
         self._parsed.forget(ref.path)
         self._loaded(agent, -1)

@@ -100,8 +100,13 @@ async def read_file(ctx: ToolContext, args: ReadFileInput) -> str:
 
 async def _atomic_write(path: Path, content: str, fsync: bool) -> None:
     """Write inline (microseconds); only the wait for the disk goes to a worker thread."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    await run_async(atomic_write_steps(path, content, fsync=fsync))
+    try:
+        await run_async(atomic_write_steps(path, content, fsync=fsync))
+    except FileNotFoundError:
+        if path.parent.is_dir():
+            raise
+        path.parent.mkdir(parents=True, exist_ok=True)  # a new folder: made on first write
+        await run_async(atomic_write_steps(path, content, fsync=fsync))
 
 
 async def write_file(ctx: ToolContext, args: WriteFileInput) -> str:
