@@ -10,6 +10,7 @@ from hivemind.daemon.dispatch import Dispatcher
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentConfig, TaskState
 from hivemind.hive.quarantine import rejected
+from hivemind.hive.routing import Router
 from hivemind.hive.tasks import TaskBoard
 
 
@@ -124,9 +125,8 @@ def test_dispatch_routes_by_skills_and_follows_rom_edits(hive: Hive, board: Task
     before = agents(("ann", ["docs"]), ("bob", ["install"]))
     board.refresh_pending()
     # Both match one word of the task: the tie goes to the least loaded, then by name.
-    assert dispatcher._candidates(next(board.pending_in_order()), list(before.values())) == [
-        "ann", "bob"
-    ]
+    task = next(board.pending_in_order()).task
+    assert Router(list(before.values())).candidates(task) == ["ann", "bob"]
     after = agents(("ann", ["billing"]), ("bob", ["install"]))
     assert dispatcher.dispatch(after).claimed == {"bob": 1}
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hivemind.hive.models import AgentConfig
-from hivemind.hive.routing import candidates, least_loaded
+from hivemind.hive.routing import Router, least_loaded
 from hivemind.hive.tasks import TaskBoard, TaskRef
 
 MAX_ACTIVE_PER_AGENT = 4
@@ -38,6 +38,7 @@ class Dispatcher:
         # Each task's candidate agents, for one set of agent configs.
         self._routes: dict[Path, tuple[TaskRef, list[str]]] = {}
         self._configs_key: object = None
+        self._router = Router([])
 
     def dispatch(
         self, agents: dict[str, AgentConfig], changed: Iterable[Path] | None = None
@@ -55,6 +56,7 @@ class Dispatcher:
         if key != self._configs_key:
             self._routes.clear()
             self._configs_key = key
+            self._router = Router(configs)
         load = self.board.load()
         load = {name: load.get(name, 0) for name in agents}
         free = sum(max(0, self.max_active - n) for n in load.values())
@@ -72,7 +74,7 @@ class Dispatcher:
                 if missing:
                     self._wait(result, ref, f"waits for {', '.join(missing)}")
                     continue
-            target = least_loaded(self._candidates(ref, configs), load)
+            target = least_loaded(self._candidates(ref), load)
             if target is None:
                 why = (f"assigned to {ref.task.assignee}, which is not running"
                        if ref.task.assignee else "no agent accepts it")
@@ -91,11 +93,11 @@ class Dispatcher:
             self._routes = {p: r for p, r in self._routes.items() if self.board.is_pending(r[0])}
         return result
 
-    def _candidates(self, ref: TaskRef, configs: list[AgentConfig]) -> list[str]:
+    def _candidates(self, ref: TaskRef) -> list[str]:
         hit = self._routes.get(ref.path)
         if hit is not None and hit[0] is ref:
             return hit[1]
-        names = candidates(ref.task, configs)
+        names = self._router.candidates(ref.task)
         self._routes[ref.path] = (ref, names)
         return names
 

@@ -43,20 +43,47 @@ def skill_score(task: Task, agent: AgentConfig, task_words: set[str] | None = No
     return score
 
 
-def candidates(task: Task, agents: Sequence[AgentConfig]) -> list[str]:
-    """The agents that may take `task`, before load is considered (empty: nobody).
+class Router:
+    """`candidates` for one set of agents, their skills prepared once (the dispatcher
+    routes every pending task against the same agents)."""
 
-    1. the assignee, if that agent exists; 2. the agents with the best skills match;
-    3. the agents with `accepts_unassigned`.
-    """
-    if task.assignee and any(a.name == task.assignee for a in agents):
-        return [task.assignee]
-    task_words = words(f"{task.title} {task.body}")
-    scored = [(skill_score(task, a, task_words), a.name) for a in agents if a.skills]
-    best = max((score for score, _ in scored), default=0)
-    if best > 0:
-        return [name for score, name in scored if score == best]
-    return [a.name for a in agents if a.accepts_unassigned]
+    def __init__(self, agents: Sequence[AgentConfig]) -> None:
+        self.names = {a.name for a in agents}
+        # (agent, its skills as (lower-case name, words)) for agents that have skills.
+        self.skilled = [
+            (a.name, [(n, _skill_words(n)) for s in a.skills if (n := s.strip().lower())])
+            for a in agents if a.skills
+        ]
+        self.open = [a.name for a in agents if a.accepts_unassigned]
+
+    def candidates(self, task: Task) -> list[str]:
+        """The agents that may take `task`, before load is considered (empty: nobody).
+
+        1. the assignee, if that agent exists; 2. the agents with the best skills match
+        (see `skill_score`); 3. the agents with `accepts_unassigned`.
+        """
+        if task.assignee and task.assignee in self.names:
+            return [task.assignee]
+        text = words(f"{task.title} {task.body}")
+        tags = {t.strip().lower() for t in (task.domain, task.task_type) if t}
+        best, chosen = 0, []
+        for name, skills in self.skilled:
+            score = 0
+            for skill, needed in skills:
+                if skill in tags:
+                    score += 2
+                elif needed and needed <= text:
+                    score += 1
+            if score > best:
+                best, chosen = score, [name]
+            elif score == best and score > 0:
+                chosen.append(name)
+        return chosen if best > 0 else list(self.open)
+
+
+def candidates(task: Task, agents: Sequence[AgentConfig]) -> list[str]:
+    """The agents that may take `task`, before load is considered (see `Router`)."""
+    return Router(agents).candidates(task)
 
 
 def least_loaded(names: Sequence[str], load: Mapping[str, int]) -> str | None:
