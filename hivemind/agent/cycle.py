@@ -68,6 +68,7 @@ class CycleReport:
     error: str | None = None
     duration_ms: float = 0.0
     model_ms: float = 0.0
+    tools_ms: float = 0.0  # running the model's tool calls (their file work, flushes)
     prefix_reuse: float | None = None
     input_tokens: int = 0
     tasks_done: int = 0
@@ -271,7 +272,9 @@ class Agent:
                                         f"{cfg.max_output_tokens} (stop_reason max_tokens)")
                         report.retry = True
                     break
+                started = time.perf_counter()
                 results = await self._run_calls(ctx, response, cfg, task_ids, calls)
+                report.tools_ms += (time.perf_counter() - started) * 1000
                 turns = [*turns, AssistantTurn(text=response.text, tool_calls=response.tool_calls),
                          ToolResultsTurn(results=results)]
                 if self._loop_tripped(ctx, task_ids):
@@ -581,5 +584,6 @@ class Agent:
             error=report.error,
             duration_ms=round((time.perf_counter() - report.started) * 1000, 1),
             model_ms=round(report.model_ms, 1),
+            tools_ms=round(report.tools_ms, 1),
         )
 
