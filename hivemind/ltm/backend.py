@@ -15,9 +15,10 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from hivemind.ltm.records import MemoryRecord, as_utc
 
@@ -208,3 +209,43 @@ class MemoryBackend(Protocol):
 
     def close(self) -> None:
         """Release the store; it cannot be used afterwards."""
+
+
+@dataclass(frozen=True)
+class TaskEndFacts:
+    """What a task end must know to tell whether it has anything to write, all true at
+    one instant: whether its meta key (the TD traces) exists, how many task-tier memories
+    the task has, how many memories the agent could lose to pruning."""
+
+    has_meta: bool
+    task_memories: int
+    agent_memories: int | None
+    """Rows of the agent that `retention.EVICTABLE` matches (None when no agent was named)."""
+
+
+@runtime_checkable
+class CountingBackend(Protocol):
+    """A backend that keeps the counts a task end and retention need, so asking costs
+    (almost) nothing. Optional: the store and retention fall back to queries without it."""
+
+    def evictable_count(self, agent: str) -> int:
+        """`count({**retention.EVICTABLE, "agent": agent})`."""
+
+    def task_memory_count(self, task_id: str) -> int:
+        """`count({"tier": "task", "task_id": task_id})`."""
+
+    def task_end_facts(self, task_id: str, meta_key: str, agent: str | None) -> TaskEndFacts | None:
+        """The facts at one instant, or None when they cannot be had cheaply right now."""
+
+
+def counting(backend: object) -> CountingBackend | None:
+    """`backend` if it keeps counts (a `CountingBackend`), else None."""
+    cls = type(backend)
+    keeps = _KEEPS_COUNTS.get(cls)
+    if keeps is None:
+        # Once per class: a protocol check per call would cost more than the counts save.
+        keeps = _KEEPS_COUNTS[cls] = issubclass(cls, CountingBackend)
+    return cast(CountingBackend, backend) if keeps else None
+
+
+_KEEPS_COUNTS: dict[type, bool] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from hivemind.ltm.backend import Filters, MemoryBackend
+from hivemind.ltm.backend import Filters, MemoryBackend, counting
 from hivemind.ltm.records import MemoryStatus
 from hivemind.ltm.retrieval import recency
 
@@ -49,7 +49,8 @@ def prune_agent(
     if cap is None:
         return []
     mine: Filters = {**EVICTABLE, "agent": agent}
-    total = backend.count(mine)
+    counts = counting(backend)
+    total = counts.evictable_count(agent) if counts is not None else backend.count(mine)
     if total <= cap:
         return []
     share = policy.importance_share

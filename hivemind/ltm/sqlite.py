@@ -3,11 +3,19 @@
 One connection per store, shared across threads under a lock, so the agent loop
 can run store calls in worker threads; other processes (the CLI while the daemon
 runs) see committed data through WAL and `PRAGMA data_version`.
+
+A few counts (rows in all, per agent, per task in the task tier) and the small
+`meta` table are kept in process in a `_Ledger`, so that the common task end, which
+writes nothing, asks SQLite one PRAGMA instead of four queries. The ledger follows
+this connection's own writes row by row and is emptied as soon as `PRAGMA
+data_version` shows that another connection (another process: the CLI, a daemon
+worker) committed, or when a transaction of ours rolls back.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import sqlite3
 import threading
 from array import array
@@ -22,6 +30,7 @@ from hivemind.ltm.analysis import fts_query
 from hivemind.ltm.backend import (
     LIST_FIELDS,
     Filters,
+    TaskEndFacts,
     check_filters,
     normal_condition,
     order_keys,
@@ -35,6 +44,7 @@ from hivemind.ltm.records import (
     Tier,
     as_utc,
 )
+from hivemind.ltm.retention import EVICTABLE
 from hivemind.ltm.schema import SCHEMA_VERSION, migrate, schema_version
 
 _COLUMNS = (
@@ -50,6 +60,18 @@ _BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
 _HEAD = 4  # search: matches ranked before filtering, per result wanted
 _ALL_FIELDS = set(MemoryRecord.model_fields)
 
+# DELETE … RETURNING (SQLite 3.35+) tells the ledger which rows went at no extra cost;
+# older SQLite libraries get a SELECT of the same rows first.
+_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+# What the ledger needs to know of a row: its tier, task, agent, and the columns of
+# `retention.EVICTABLE` (in that filter's order), compared with the filter's values.
+_FACT_COLUMNS = ("tier", "task_id", "agent", *EVICTABLE)
+_FACTS_SQL = ", ".join(_FACT_COLUMNS)
+_EVICTABLE_FACTS = tuple(plain(v) for v in EVICTABLE.values())
+_row_facts = operator.itemgetter(*(_COLUMNS.index(c) for c in _FACT_COLUMNS))
+_TASK_TIER = Tier.TASK.value
+_META_CACHED_MAX = 10_000  # a larger meta table is read key by key, as before
+
 
 class SQLiteBackend:
     """Memories in an SQLite database file (created, or migrated, on open)."""
@@ -58,6 +80,11 @@ class SQLiteBackend:
         self.path = Path(path)
         self._lock = threading.RLock()
         self._writes = 0
+        self._ledger = _Ledger()
+        self._seen_version: int | None = None  # data_version when the ledger was last checked
+        self._checked_in_transaction = False
+        self._loads = 0  # ledger loads so far: a change means SQL was asked
+        self._meta_too_big = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
@@ -88,17 +115,25 @@ class SQLiteBackend:
                 if not write or self._conn.in_transaction:
                     # A read, or a write inside `transaction()` (held by this thread:
                     # the lock is re-entrant), which commits or rolls back for both.
-                    yield self._conn
+                    try:
+                        yield self._conn
+                    except BaseException:
+                        if write:  # cut short: the ledger may have heard half of it
+                            self._forget_ledger()
+                        raise
                     return
                 self._conn.execute("BEGIN IMMEDIATE")
+                self._checked_in_transaction = False
                 try:
                     yield self._conn
                 except BaseException:
+                    self._forget_ledger()  # it heard of writes that are now undone
                     self._conn.execute("ROLLBACK")
                     raise
                 self._conn.execute("COMMIT")
                 self._writes += 1
             except sqlite3.Error as exc:
+                self._forget_ledger()
                 raise StoreError(f"{self.path}: {exc}") from exc
 
     @contextmanager
@@ -119,9 +154,11 @@ class SQLiteBackend:
             # Replacing = delete (the trigger unindexes) + insert; new rows are
             # then indexed in one statement, much faster than row by row.
             for chunk in _chunks([row[0] for row in rows]):
-                db.execute(f"DELETE FROM memories WHERE id IN ({_marks(chunk)})", chunk)
+                self._delete(db, f"id IN ({_marks(chunk)})", chunk)
             top = db.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
             db.executemany(_INSERT, rows)
+            if self._ledger.counting():
+                self._ledger.count(map(_row_facts, rows), +1)
             db.execute(
                 "INSERT INTO memories_fts (rowid, content, labels) "
                 "SELECT rowid, content, labels FROM memories WHERE rowid > ?",
@@ -136,15 +173,27 @@ class SQLiteBackend:
         gone = 0
         with self._db(write=True) as db:
             for chunk in _chunks(list(ids)):
-                gone += db.execute(
-                    f"DELETE FROM memories WHERE id IN ({_marks(chunk)})", chunk
-                ).rowcount
+                gone += self._delete(db, f"id IN ({_marks(chunk)})", chunk)
         return gone
 
     def clear(self, filters: Filters | None = None) -> int:
         where, params = _where(filters)
         with self._db(write=True) as db:
-            return int(db.execute(f"DELETE FROM memories AS m WHERE {where}", params).rowcount)
+            return self._delete(db, where, params)
+
+    def _delete(self, db: sqlite3.Connection, where: str, params: Sequence[Any]) -> int:
+        """DELETE the rows matching `where` (alias `m`); the ledger hears which ones went."""
+        delete = f"DELETE FROM memories AS m WHERE {where}"
+        if not self._ledger.counting():
+            return int(db.execute(delete, params).rowcount)
+        if _RETURNING:
+            gone = db.execute(f"{delete} RETURNING {_FACTS_SQL}", params).fetchall()
+        else:
+            select = f"SELECT {_FACTS_SQL} FROM memories AS m WHERE {where}"
+            gone = db.execute(select, params).fetchall()
+            db.execute(delete, params)
+        self._ledger.count(gone, -1)
+        return len(gone)
 
     def touch(self, ids: Sequence[str], at: datetime) -> None:
         when = as_utc(at).timestamp()
@@ -192,8 +241,39 @@ class SQLiteBackend:
     def count(self, filters: Filters | None = None) -> int:
         where, params = _where(filters)
         with self._db() as db:
-            row = db.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()
-        return int(row[0])
+            if where == "1":  # every row: eviction asks at every write
+                ledger = self._ledger_now(db)
+                if ledger.total is None:
+                    ledger.total = _count(db, where, params)
+                    self._loads += 1
+                return ledger.total
+            return _count(db, where, params)
+
+    def evictable_count(self, agent: str) -> int:
+        """How many of `agent`'s memories retention may prune (`retention.EVICTABLE`)."""
+        with self._db() as db:
+            return self._agent_rows(db, self._ledger_now(db), agent)
+
+    def task_memory_count(self, task_id: str) -> int:
+        """How many task-tier memories `task_id` has."""
+        with self._db() as db:
+            return self._task_rows(db, self._ledger_now(db)).get(task_id, 0)
+
+    def task_end_facts(self, task_id: str, meta_key: str, agent: str | None) -> TaskEndFacts | None:
+        """The facts a task end decides on, from the ledger (one PRAGMA when it knows
+        them); None if it had to ask SQLite and another connection committed meanwhile,
+        since the answers might then not hold at one instant."""
+        with self._db() as db:
+            ledger = self._ledger_now(db)
+            loads = self._loads
+            facts = TaskEndFacts(
+                has_meta=self._has_meta(db, ledger, meta_key),
+                task_memories=self._task_rows(db, ledger).get(task_id, 0),
+                agent_memories=None if agent is None else self._agent_rows(db, ledger, agent),
+            )
+            if loads != self._loads and self._ledger_now(db) is not ledger:
+                return None
+            return facts
 
     def search(
         self, terms: Sequence[str], filters: Filters | None = None, *, limit: int = 50
@@ -234,6 +314,9 @@ class SQLiteBackend:
     # -- state -------------------------------------------------------------------
     def meta_get(self, key: str) -> str | None:
         with self._db() as db:
+            meta = self._meta(db, self._ledger_now(db))
+            if meta is not None:
+                return meta.get(key)
             row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
@@ -247,6 +330,12 @@ class SQLiteBackend:
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     (key, value),
                 )
+            meta = self._ledger.meta
+            if meta is not None:
+                if value is None:
+                    meta.pop(key, None)
+                else:
+                    meta[key] = value
 
     def version(self) -> int:
         with self._db() as db:
@@ -259,6 +348,97 @@ class SQLiteBackend:
             if not self._closed:
                 self._closed = True
                 self._conn.close()
+
+    # -- the ledger ------------------------------------------------------------------
+    def _ledger_now(self, db: sqlite3.Connection) -> _Ledger:
+        """The ledger, emptied first if another connection committed since the last look.
+
+        One `PRAGMA data_version`; none again inside our own write transaction once
+        looked, since nobody else can commit while we hold the write lock.
+        """
+        if not (self._checked_in_transaction and db.in_transaction):
+            version = int(db.execute("PRAGMA data_version").fetchone()[0])
+            if version != self._seen_version:
+                self._forget_ledger()
+                self._seen_version = version
+            self._checked_in_transaction = db.in_transaction
+        return self._ledger
+
+    def _forget_ledger(self) -> None:
+        """Start an empty ledger (a new object: `task_end_facts` tells by identity)."""
+        self._ledger = _Ledger()
+
+    def _agent_rows(self, db: sqlite3.Connection, ledger: _Ledger, agent: str) -> int:
+        known = ledger.agents.get(agent)
+        if known is None:
+            where, params = _where({**EVICTABLE, "agent": agent})
+            known = ledger.agents[agent] = _count(db, where, params)
+            self._loads += 1
+        return known
+
+    def _task_rows(self, db: sqlite3.Connection, ledger: _Ledger) -> dict[str | None, int]:
+        if ledger.tasks is None:
+            ledger.tasks = dict(
+                db.execute(
+                    "SELECT task_id, count(*) FROM memories WHERE tier = ? GROUP BY task_id",
+                    (_TASK_TIER,),
+                )
+            )
+            self._loads += 1
+        return ledger.tasks
+
+    def _meta(self, db: sqlite3.Connection, ledger: _Ledger) -> dict[str, str] | None:
+        """The whole meta table (None if it is too big to keep: read key by key then)."""
+        if ledger.meta is None and not self._meta_too_big:
+            rows = db.execute(f"SELECT key, value FROM meta LIMIT {_META_CACHED_MAX + 1}")
+            meta = {str(k): str(v) for k, v in rows}
+            self._loads += 1
+            # Once too big, for good: reading 10 000 rows after every foreign commit
+            # would cost more than it saves.
+            self._meta_too_big = len(meta) > _META_CACHED_MAX
+            ledger.meta = None if self._meta_too_big else meta
+        return ledger.meta
+
+    def _has_meta(self, db: sqlite3.Connection, ledger: _Ledger, key: str) -> bool:
+        meta = self._meta(db, ledger)
+        if meta is not None:
+            return key in meta
+        self._loads += 1
+        return db.execute("SELECT 1 FROM meta WHERE key = ?", (key,)).fetchone() is not None
+
+
+class _Ledger:
+    """Counts and meta values this connection knows without asking SQLite (None or a
+    missing key = not known). Exact for the data as this connection sees it: every
+    write of ours reports the rows it adds and removes; it is replaced by an empty
+    one when another connection commits, and emptied when a write of ours fails."""
+
+    def __init__(self) -> None:
+        self.total: int | None = None
+        self.agents: dict[str, int] = {}
+        """Rows `retention.EVICTABLE` matches, per agent asked about."""
+        self.tasks: dict[str | None, int] | None = None
+        """Task-tier rows per task id (a task without any is missing)."""
+        self.meta: dict[str, str] | None = None
+
+    def counting(self) -> bool:
+        """True if some row count is kept: writes must then say which rows they touch."""
+        return self.total is not None or bool(self.agents) or self.tasks is not None
+
+    def count(self, facts: Iterable[Sequence[Any]], sign: int) -> None:
+        """Rows (as `_FACT_COLUMNS`) added (`sign` +1) or removed (-1)."""
+        for row in facts:
+            if self.total is not None:
+                self.total += sign
+            agent = row[2]
+            if agent in self.agents and tuple(row[3:]) == _EVICTABLE_FACTS:
+                self.agents[agent] += sign
+            if row[0] == _TASK_TIER and self.tasks is not None:
+                left = self.tasks.get(row[1], 0) + sign
+                if left > 0:
+                    self.tasks[row[1]] = left
+                else:
+                    self.tasks.pop(row[1], None)
 
 
 # -- rows <-> records ----------------------------------------------------------
@@ -340,6 +520,10 @@ def _condition(name: str, op: str, operand: Any, params: list[Any]) -> str:
         # A missing value is "not equal" too, as in the in-memory backend.
         return f"({col} IS NULL OR {col} != ?)"
     return f"{col} {_SQL_OPS[op]} ?"
+
+
+def _count(db: sqlite3.Connection, where: str, params: Sequence[Any]) -> int:
+    return int(db.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0])
 
 
 def _marks(values: Sequence[Any]) -> str:
