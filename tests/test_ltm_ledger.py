@@ -20,13 +20,20 @@ import pytest
 
 from hivemind.errors import StoreError
 from hivemind.hive.layout import Hive
+from hivemind.hive.mailbox import PostOffice
+from hivemind.hive.models import AgentConfig, Task, TaskState
+from hivemind.hive.taskref import TaskRef
+from hivemind.hive.tasks import TaskBoard
 from hivemind.ltm import sqlite as sqlite_module
 from hivemind.ltm.learning import trace_key
 from hivemind.ltm.records import MemoryRecord, MemoryStatus, TaskEndReport, Tier
 from hivemind.ltm.retention import RetentionPolicy
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.ltm.store import LongTermMemory
-from hivemind.memory.blocks import HistoryBlock
+from hivemind.memory.blocks import ContextBlock, HistoryBlock
+from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.tools.base import ToolContext
+from hivemind.tools.memory import end_task_memory
 from tests.test_ltm_backend import rec
 
 AGENTS = ["ann", "bob", None]
@@ -238,3 +245,29 @@ def test_a_task_end_prunes_what_the_cli_added_meanwhile(hive: Hive) -> None:
         assert len(report.pruned) == 1
         assert [r.content for r in ltm.backend.query({"agent": "ann"})].count("note 0") == 1
         assert ltm.backend.query({"id": report.pruned[0]}) == []
+
+
+def test_end_task_memory_consolidates_the_tasks_own_history_only(hive: Hive) -> None:
+    worth = "we decided to never deploy on Friday: the release failed, critical"
+    working = WorkingMemoryManager()
+    for i, (tasks, detail) in enumerate([
+        (["t1", "t2"], f"{worth} (1)"), (["t2"], f"{worth} (2)"), (["t1"], "ls"),
+        (["t1"], f"{worth} (3)"), ([], f"{worth} (4)"),
+    ]):  # fmt: skip
+        working.add(HistoryBlock(id=f"h{i}", action="note", detail=detail,
+                                 metadata={"task_ids": tasks}))  # fmt: skip
+    working.add(ContextBlock(id="c", context_type="memory", summary=worth,
+                             metadata={"task_ids": ["t1"]}))  # fmt: skip
+    with LongTermMemory(hive) as ltm:
+        ctx = ToolContext(
+            hive=hive, agent="ann", config=AgentConfig(name="ann"),
+            board=TaskBoard(hive, settle_time=0), post=PostOffice(hive), working=working,
+            active_tasks={}, ltm=ltm,
+        )  # fmt: skip
+        ref = TaskRef(task=Task(id="t1", project="p"), path=hive.tasks_dir / "t1.md",
+                      state=TaskState.ACTIVE)  # fmt: skip
+        entry = end_task_memory(ctx, ref, success=True)
+        assert entry is not None and ctx.effects.memories == [entry]
+        assert entry["op"] == "end_task" and entry["task_id"] == "t1" and entry["success"]
+        stored = ltm.backend.get_many(entry["consolidated"])
+        assert [r.content for r in stored] == [f"note: {worth} (1)", f"note: {worth} (3)"]

@@ -15,10 +15,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from hivemind.ltm.records import MemoryRecord, as_utc
 
@@ -211,8 +210,7 @@ class MemoryBackend(Protocol):
         """Release the store; it cannot be used afterwards."""
 
 
-@dataclass(frozen=True)
-class TaskEndFacts:
+class TaskEndFacts(NamedTuple):
     """What a task end must know to tell whether it has anything to write, all true at
     one instant: whether its meta key (the TD traces) exists, how many task-tier memories
     the task has, how many memories the agent could lose to pruning."""
