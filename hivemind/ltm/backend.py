@@ -236,14 +236,42 @@ class CountingBackend(Protocol):
         """The facts at one instant, or None when they cannot be had cheaply right now."""
 
 
+class PruneCandidate(NamedTuple):
+    """What retention ranks a memory by."""
+
+    id: str
+    importance: float
+    created_at: datetime
+    last_accessed: datetime
+
+
+@runtime_checkable
+class RankingBackend(Protocol):
+    """A backend that hands retention its candidates without building whole records.
+    Optional: retention queries records without it."""
+
+    def prune_candidates(self, filters: Filters) -> list[PruneCandidate]:
+        """The records `query(filters, order_by="created_at")` would return, in that
+        order, as `PruneCandidate`s."""
+
+
 def counting(backend: object) -> CountingBackend | None:
     """`backend` if it keeps counts (a `CountingBackend`), else None."""
-    cls = type(backend)
-    keeps = _KEEPS_COUNTS.get(cls)
-    if keeps is None:
-        # Once per class: a protocol check per call would cost more than the counts save.
-        keeps = _KEEPS_COUNTS[cls] = issubclass(cls, CountingBackend)
-    return cast(CountingBackend, backend) if keeps else None
+    return cast(CountingBackend, backend) if _has(backend, CountingBackend) else None
 
 
-_KEEPS_COUNTS: dict[type, bool] = {}
+def ranking(backend: object) -> RankingBackend | None:
+    """`backend` if it lists prune candidates (a `RankingBackend`), else None."""
+    return cast(RankingBackend, backend) if _has(backend, RankingBackend) else None
+
+
+def _has(backend: object, protocol: type) -> bool:
+    # Once per class: a protocol check per call would cost more than the shortcut saves.
+    key = (type(backend), protocol)
+    found = _IMPLEMENTS.get(key)
+    if found is None:
+        found = _IMPLEMENTS[key] = issubclass(type(backend), protocol)
+    return found
+
+
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}

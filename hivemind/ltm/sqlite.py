@@ -30,6 +30,7 @@ from hivemind.ltm.analysis import fts_query
 from hivemind.ltm.backend import (
     LIST_FIELDS,
     Filters,
+    PruneCandidate,
     TaskEndFacts,
     check_filters,
     normal_condition,
@@ -234,6 +235,21 @@ class SQLiteBackend:
             sql += f" LIMIT {int(limit)}"
         with self._db() as db:
             return [_record(row) for row in db.execute(sql, params)]
+
+    def prune_candidates(self, filters: Filters) -> list[PruneCandidate]:
+        """What retention ranks by, as `query(filters, order_by="created_at")` orders it;
+        four columns instead of whole records (about ten times faster)."""
+        where, params = _where(filters)
+        sql = (
+            "SELECT m.id, m.importance, m.created_at, m.last_accessed FROM memories m "
+            f"WHERE {where} ORDER BY m.created_at ASC, m.rowid"
+        )
+        when = datetime.fromtimestamp  # as `_record` reads times: the very same values
+        with self._db() as db:
+            return [
+                PruneCandidate(i, imp, when(created, UTC), when(accessed, UTC))
+                for i, imp, created, accessed in db.execute(sql, params)
+            ]
 
     def list_all(self) -> list[MemoryRecord]:
         return self.query(order_by=["created_at", "id"])

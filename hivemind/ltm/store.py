@@ -266,14 +266,14 @@ class LongTermMemory:
         counts = counting(self.backend)
         if counts is None:
             return False
-        facts = counts.task_end_facts(task_id, trace_key(task_id), agent or None)
+        cap = self.policy.max_per_agent
+        pruned = agent if agent and cap is not None else None  # whose count matters
+        facts = counts.task_end_facts(task_id, trace_key(task_id), pruned)
         if facts is None:
             return False
-        cap = self.policy.max_per_agent
         mine = facts.agent_memories
-        return not facts.has_meta and not facts.task_memories and (
-            mine is None or cap is None or mine <= cap
-        )
+        over = mine is not None and cap is not None and mine > cap
+        return not facts.has_meta and not facts.task_memories and not over
 
     def _end_task(
         self,

@@ -1,9 +1,10 @@
-"""The SQLite backend's in-process counts (its ledger) and the task end that relies on them.
+"""What makes a task end cheap, and proof that it changes nothing.
 
-The counts must be exact after any write of ours (including rolled-back ones), and
-never stale after another connection — another store object, another process such
-as the `hivemind memory` CLI or a daemon worker — writes the same file. A plain
-sqlite3 connection is the oracle: it reads the file without any of our code.
+The SQLite backend's in-process counts (its ledger) must be exact after any write of
+ours (including rolled-back ones), and never stale after another connection — another
+store object, another process such as the `hivemind memory` CLI or a daemon worker —
+writes the same file. A plain sqlite3 connection is the oracle: it reads the file
+without any of our code. Pruning ranks lean candidates exactly as whole records.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -27,14 +29,15 @@ from hivemind.hive.tasks import TaskBoard
 from hivemind.ltm import sqlite as sqlite_module
 from hivemind.ltm.learning import trace_key
 from hivemind.ltm.records import MemoryRecord, MemoryStatus, TaskEndReport, Tier
-from hivemind.ltm.retention import RetentionPolicy
+from hivemind.ltm.retention import EVICTABLE, RetentionPolicy, prune_agent
+from hivemind.ltm.retrieval import recency
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import ContextBlock, HistoryBlock
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.tools.base import ToolContext
 from hivemind.tools.memory import end_task_memory
-from tests.test_ltm_backend import rec
+from tests.test_ltm_backend import T0, rec
 
 AGENTS = ["ann", "bob", None]
 TASKS = ["t0", "t1", "t2"]
@@ -271,3 +274,28 @@ def test_end_task_memory_consolidates_the_tasks_own_history_only(hive: Hive) -> 
         assert entry["op"] == "end_task" and entry["task_id"] == "t1" and entry["success"]
         stored = ltm.backend.get_many(entry["consolidated"])
         assert [r.content for r in stored] == [f"note: {worth} (1)", f"note: {worth} (3)"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pruning_ranks_candidates_as_whole_records(ours: SQLiteBackend, seed: int) -> None:
+    """Ties included (few importances, shared times): the same ids go, in the same order."""
+    rnd = random.Random(seed)
+    at = T0 + timedelta(days=30)
+    times = [T0 + timedelta(days=rnd.randrange(60)) for _ in range(8)]
+    ours.add_many([
+        rec(f"m{i}", agent="ann", importance=rnd.choice([0.1, 0.5, 0.9]),
+            created_at=(made := rnd.choice(times)), last_accessed=max(made, rnd.choice(times)))
+        for i in range(120)
+    ])  # fmt: skip
+    policy = RetentionPolicy(max_per_agent=70, half_life_hours=24.0 * rnd.choice([1, 30]))
+    share = policy.importance_share
+    mine = {**EVICTABLE, "agent": "ann"}
+    before = ours.query(mine, order_by="created_at")
+    expected = sorted(  # the ranking as it was written before candidates existed
+        before,
+        key=lambda r: share * r.importance
+        + (1 - share) * recency(r, at, policy.half_life_hours),
+    )[: len(before) - 70]
+    assert [c.id for c in ours.prune_candidates(mine)] == [r.id for r in before]
+    assert prune_agent(ours, "ann", policy, at) == [r.id for r in expected]
+    assert ours.evictable_count("ann") == 70
