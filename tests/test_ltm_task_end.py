@@ -145,6 +145,22 @@ def test_the_counts_follow_every_write_of_ours(
     oracle.check(ours)
 
 
+def test_a_meta_table_too_big_to_keep_is_read_key_by_key(
+    ours: SQLiteBackend, theirs: SQLiteBackend, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_module, "_META_CACHED_MAX", 1)
+    oracle = Oracle(db)
+    ours.meta_set("traces:t0", "a")
+    ours.meta_set("points:ann", "1")
+    oracle.check(ours)
+    oracle.check(ours)  # asked twice: the whole table would be read, but it is too big
+    theirs.meta_set("traces:t1", "b")
+    theirs.meta_set("traces:t0", None)
+    oracle.check(ours)
+    facts = ours.task_end_facts("t1", trace_key("t1"), None)
+    assert facts is not None and facts.has_meta
+
+
 def test_a_write_that_fails_half_way_leaves_no_wrong_count(ours: SQLiteBackend, db: Path) -> None:
     """Inside a transaction that still commits, a failed statement keeps what ran before it."""
     oracle = Oracle(db)

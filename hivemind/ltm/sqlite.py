@@ -283,7 +283,7 @@ class SQLiteBackend:
             ledger = self._ledger_now(db)
             loads = self._loads
             facts = TaskEndFacts(
-                has_meta=self._has_meta(db, ledger, meta_key),
+                has_meta=self._meta_value(db, ledger, meta_key) is not None,
                 task_memories=self._task_rows(db, ledger).get(task_id, 0),
                 agent_memories=None if agent is None else self._agent_rows(db, ledger, agent),
             )
@@ -330,11 +330,7 @@ class SQLiteBackend:
     # -- state -------------------------------------------------------------------
     def meta_get(self, key: str) -> str | None:
         with self._db() as db:
-            meta = self._meta(db, self._ledger_now(db))
-            if meta is not None:
-                return meta.get(key)
-            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+            return self._meta_value(db, self._ledger_now(db), key)
 
     def meta_set(self, key: str, value: str | None) -> None:
         with self._db(write=True) as db:
@@ -403,24 +399,26 @@ class SQLiteBackend:
             self._loads += 1
         return ledger.tasks
 
-    def _meta(self, db: sqlite3.Connection, ledger: _Ledger) -> dict[str, str] | None:
-        """The whole meta table (None if it is too big to keep: read key by key then)."""
-        if ledger.meta is None and not self._meta_too_big:
+    def _meta_value(self, db: sqlite3.Connection, ledger: _Ledger, key: str) -> str | None:
+        """A meta value: from the ledger's copy of the table, or read by key.
+
+        A fresh ledger reads by key; asked again (so no other connection committed in
+        between: in a busy hive of several processes the ledger seldom lives that long)
+        it reads the whole table, and from then on answers every key, absent ones too.
+        """
+        if ledger.meta is None and ledger.meta_asked and not self._meta_too_big:
             rows = db.execute(f"SELECT key, value FROM meta LIMIT {_META_CACHED_MAX + 1}")
             meta = {str(k): str(v) for k, v in rows}
             self._loads += 1
-            # Once too big, for good: reading 10 000 rows after every foreign commit
-            # would cost more than it saves.
+            # Too big once, too big for good: it would cost more than it saves.
             self._meta_too_big = len(meta) > _META_CACHED_MAX
             ledger.meta = None if self._meta_too_big else meta
-        return ledger.meta
-
-    def _has_meta(self, db: sqlite3.Connection, ledger: _Ledger, key: str) -> bool:
-        meta = self._meta(db, ledger)
-        if meta is not None:
-            return key in meta
+        if ledger.meta is not None:
+            return ledger.meta.get(key)
+        ledger.meta_asked = True
         self._loads += 1
-        return db.execute("SELECT 1 FROM meta WHERE key = ?", (key,)).fetchone() is not None
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
 
 
 class _Ledger:
@@ -436,6 +434,8 @@ class _Ledger:
         self.tasks: dict[str | None, int] | None = None
         """Task-tier rows per task id (a task without any is missing)."""
         self.meta: dict[str, str] | None = None
+        self.meta_asked = False
+        """A meta key was read by itself: the next question reads the whole table."""
 
     def counting(self) -> bool:
         """True if some row count is kept: writes must then say which rows they touch."""
