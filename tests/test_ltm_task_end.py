@@ -315,3 +315,10 @@ def test_pruning_ranks_candidates_as_whole_records(ours: SQLiteBackend, seed: in
     assert [c.id for c in ours.prune_candidates(mine)] == [r.id for r in before]
     assert prune_agent(ours, "ann", policy, at) == [r.id for r in expected]
     assert ours.evictable_count("ann") == 70
+
+
+def test_a_task_end_on_a_closed_store_says_so(hive: Hive) -> None:
+    ltm = LongTermMemory(hive)
+    ltm.close()
+    with pytest.raises(StoreError, match="closed"):
+        ltm.end_task("t1", success=True, goal=None, agent="ann")

@@ -84,7 +84,6 @@ class SQLiteBackend:
         self._ledger = _Ledger()
         self._seen_version: int | None = None  # data_version when the ledger was last checked
         self._checked_in_transaction = False
-        self._loads = 0  # ledger loads so far: a change means SQL was asked
         self._meta_too_big = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -261,7 +260,6 @@ class SQLiteBackend:
                 ledger = self._ledger_now(db)
                 if ledger.total is None:
                     ledger.total = _count(db, where, params)
-                    self._loads += 1
                 return ledger.total
             return _count(db, where, params)
 
@@ -279,17 +277,25 @@ class SQLiteBackend:
         """The facts a task end decides on, from the ledger (one PRAGMA when it knows
         them); None if it had to ask SQLite and another connection committed meanwhile,
         since the answers might then not hold at one instant."""
+        with self._lock:  # held throughout: the ledger seen here is the one loaded below
+            ledger = self._checked_ledger()
+            known = ledger.task_end_facts(task_id, meta_key, agent)
+            if known is not None:
+                return known  # the common case: one PRAGMA, no query
+            return self._load_task_end_facts(ledger, task_id, meta_key, agent)
+
+    def _load_task_end_facts(
+        self, ledger: _Ledger, task_id: str, meta_key: str, agent: str | None
+    ) -> TaskEndFacts | None:
+        """The facts with the ledger's gaps read from SQLite: trusted only if no other
+        connection committed meanwhile (the answers would not hold at one instant)."""
         with self._db() as db:
-            ledger = self._ledger_now(db)
-            loads = self._loads
             facts = TaskEndFacts(
                 has_meta=self._meta_value(db, ledger, meta_key) is not None,
                 task_memories=self._task_rows(db, ledger).get(task_id, 0),
                 agent_memories=None if agent is None else self._agent_rows(db, ledger, agent),
             )
-            if loads != self._loads and self._ledger_now(db) is not ledger:
-                return None
-            return facts
+            return None if self._ledger_now(db) is not ledger else facts
 
     def search(
         self, terms: Sequence[str], filters: Filters | None = None, *, limit: int = 50
@@ -362,6 +368,17 @@ class SQLiteBackend:
                 self._conn.close()
 
     # -- the ledger ------------------------------------------------------------------
+    def _checked_ledger(self) -> _Ledger:
+        """`_ledger_now` without `_db` (whose generator costs more than the PRAGMA's
+        Python side on the hot path); the caller holds the lock."""
+        if self._closed:
+            raise StoreError(f"{self.path}: the memory store is closed")
+        try:
+            return self._ledger_now(self._conn)
+        except sqlite3.Error as exc:
+            self._forget_ledger()
+            raise StoreError(f"{self.path}: {exc}") from exc
+
     def _ledger_now(self, db: sqlite3.Connection) -> _Ledger:
         """The ledger, emptied first if another connection committed since the last look.
 
@@ -385,7 +402,6 @@ class SQLiteBackend:
         if known is None:
             where, params = _where({**EVICTABLE, "agent": agent})
             known = ledger.agents[agent] = _count(db, where, params)
-            self._loads += 1
         return known
 
     def _task_rows(self, db: sqlite3.Connection, ledger: _Ledger) -> dict[str | None, int]:
@@ -396,7 +412,6 @@ class SQLiteBackend:
                     (_TASK_TIER,),
                 )
             )
-            self._loads += 1
         return ledger.tasks
 
     def _meta_value(self, db: sqlite3.Connection, ledger: _Ledger, key: str) -> str | None:
@@ -409,14 +424,12 @@ class SQLiteBackend:
         if ledger.meta is None and ledger.meta_asked and not self._meta_too_big:
             rows = db.execute(f"SELECT key, value FROM meta LIMIT {_META_CACHED_MAX + 1}")
             meta = {str(k): str(v) for k, v in rows}
-            self._loads += 1
             # Too big once, too big for good: it would cost more than it saves.
             self._meta_too_big = len(meta) > _META_CACHED_MAX
             ledger.meta = None if self._meta_too_big else meta
         if ledger.meta is not None:
             return ledger.meta.get(key)
         ledger.meta_asked = True
-        self._loads += 1
         row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
@@ -436,6 +449,15 @@ class _Ledger:
         self.meta: dict[str, str] | None = None
         self.meta_asked = False
         """A meta key was read by itself: the next question reads the whole table."""
+
+    def task_end_facts(
+        self, task_id: str, meta_key: str, agent: str | None
+    ) -> TaskEndFacts | None:
+        """`SQLiteBackend.task_end_facts` if every answer is known here, else None."""
+        mine = None if agent is None else self.agents.get(agent)
+        if self.meta is None or self.tasks is None or (agent is not None and mine is None):
+            return None
+        return TaskEndFacts(meta_key in self.meta, self.tasks.get(task_id, 0), mine)
 
     def counting(self) -> bool:
         """True if some row count is kept: writes must then say which rows they touch."""
