@@ -61,9 +61,6 @@ _BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
 _HEAD = 4  # search: matches ranked before filtering, per result wanted
 _ALL_FIELDS = set(MemoryRecord.model_fields)
 
-# DELETE … RETURNING (SQLite 3.35+) tells the ledger which rows went at no extra cost;
-# older SQLite libraries get a SELECT of the same rows first.
-_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 # What the ledger needs to know of a row: its tier, task, agent, and the columns of
 # `retention.EVICTABLE` (in that filter's order), compared with the filter's values.
 _FACT_COLUMNS = ("tier", "task_id", "agent", *EVICTABLE)
@@ -186,14 +183,13 @@ class SQLiteBackend:
         delete = f"DELETE FROM memories AS m WHERE {where}"
         if not self._ledger.counting():
             return int(db.execute(delete, params).rowcount)
-        if _RETURNING:
-            gone = db.execute(f"{delete} RETURNING {_FACTS_SQL}", params).fetchall()
-        else:
-            select = f"SELECT {_FACTS_SQL} FROM memories AS m WHERE {where}"
-            gone = db.execute(select, params).fetchall()
-            db.execute(delete, params)
-        self._ledger.count(gone, -1)
-        return len(gone)
+        # A SELECT first (same transaction, same rows): with the FTS trigger it costs
+        # less than DELETE … RETURNING, and works with SQLite before 3.35 too.
+        gone = db.execute(f"SELECT {_FACTS_SQL} FROM memories AS m WHERE {where}", params)
+        facts = gone.fetchall()
+        db.execute(delete, params)
+        self._ledger.count(facts, -1)
+        return len(facts)
 
     def touch(self, ids: Sequence[str], at: datetime) -> None:
         when = as_utc(at).timestamp()
