@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from hivemind.ltm.analysis import fts_query, query_terms
+from hivemind.ltm.analysis import _WORD, fts_query, query_terms, words
 from hivemind.ltm.consolidation import block_importance, memorable
 from hivemind.ltm.importance import HeuristicRater, heuristic_importance, rate_batched
 from hivemind.ltm.jsonl import parse_time
@@ -28,6 +30,13 @@ from hivemind.memory.blocks import HistoryBlock
 )
 def test_query_terms(query: str, terms: list[str]) -> None:
     assert query_terms(query) == terms
+
+
+@settings(max_examples=500)
+@given(st.text(st.characters(codec="utf-8"), max_size=40) | st.text("aZ_İé 1.-ßᾈ", max_size=20))
+def test_words_split_as_the_tokenizer_does(text: str) -> None:
+    """Runs of letters and digits of the lower-cased text, `_` separating (`_WORD`)."""
+    assert words(text) == _WORD.findall(text.lower())
 
 
 def test_fts_query_quotes_every_term() -> None:
@@ -83,6 +92,19 @@ def test_block_importance_prefers_metadata() -> None:
     assert block_importance(HistoryBlock(action="x", metadata={"importance": 8})) == 0.8
     plain = HistoryBlock(action="note", detail="ok")
     assert block_importance(plain) == heuristic_importance(plain.inline_content())
+
+
+def test_memorable_judges_a_changed_block_again() -> None:
+    block = HistoryBlock(action="note", detail="ok")
+    assert memorable([block], 0.7) == []
+    block.detail = "we decided to never deploy on Friday: the release failed, critical"
+    [picked] = memorable([block], 0.7)
+    assert picked.content == block.inline_content()
+    assert picked.importance == heuristic_importance(block.inline_content())
+    block.result = "ok"
+    assert memorable([block], 0.7)[0].content.endswith("-> ok")
+    block.metadata["importance"] = 0.1  # a given importance still wins
+    assert memorable([block], 0.7) == []
 
 
 def test_memorable_keeps_order_and_threshold() -> None:

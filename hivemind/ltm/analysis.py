@@ -11,6 +11,9 @@ import re
 
 # Same split as FTS5's unicode61 tokenizer: runs of letters and digits; `_` separates.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# `_WORD` on a text is `\w+` once `_` (the one word character that is not a letter or a
+# digit) is a space; the plain class runs about a quarter faster in `re`.
+_WORD_CHARS = re.compile(r"\w+")
 
 MAX_QUERY_TERMS = 32
 """A pasted paragraph keeps its first 32 distinct words; more only costs time."""
@@ -48,7 +51,7 @@ QUESTION_WORDS: frozenset[str] = frozenset(_QUESTION_TEXT.split())
 
 def words(text: str) -> list[str]:
     """Lower-case words of `text` (letters and digits), in order, with repeats."""
-    return _WORD.findall(text.lower())
+    return _WORD_CHARS.findall(text.lower().replace("_", " "))
 
 
 def query_terms(query: str, limit: int = MAX_QUERY_TERMS) -> list[str]:

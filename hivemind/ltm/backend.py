@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from hivemind.ltm.records import MemoryRecord, as_utc
 
@@ -208,3 +208,70 @@ class MemoryBackend(Protocol):
 
     def close(self) -> None:
         """Release the store; it cannot be used afterwards."""
+
+
+class TaskEndFacts(NamedTuple):
+    """What a task end must know to tell whether it has anything to write, all true at
+    one instant: whether its meta key (the TD traces) exists, how many task-tier memories
+    the task has, how many memories the agent could lose to pruning."""
+
+    has_meta: bool
+    task_memories: int
+    agent_memories: int | None
+    """Rows of the agent that `retention.EVICTABLE` matches (None when no agent was named)."""
+
+
+@runtime_checkable
+class CountingBackend(Protocol):
+    """A backend that keeps the counts a task end and retention need, so asking costs
+    (almost) nothing. Optional: the store and retention fall back to queries without it."""
+
+    def evictable_count(self, agent: str) -> int:
+        """`count({**retention.EVICTABLE, "agent": agent})`."""
+
+    def task_memory_count(self, task_id: str) -> int:
+        """`count({"tier": "task", "task_id": task_id})`."""
+
+    def task_end_facts(self, task_id: str, meta_key: str, agent: str | None) -> TaskEndFacts | None:
+        """The facts at one instant, or None when they cannot be had cheaply right now."""
+
+
+class PruneCandidate(NamedTuple):
+    """What retention ranks a memory by."""
+
+    id: str
+    importance: float
+    created_at: datetime
+    last_accessed: datetime
+
+
+@runtime_checkable
+class RankingBackend(Protocol):
+    """A backend that hands retention its candidates without building whole records.
+    Optional: retention queries records without it."""
+
+    def prune_candidates(self, filters: Filters) -> list[PruneCandidate]:
+        """The records `query(filters, order_by="created_at")` would return, in that
+        order, as `PruneCandidate`s."""
+
+
+def counting(backend: object) -> CountingBackend | None:
+    """`backend` if it keeps counts (a `CountingBackend`), else None."""
+    return cast(CountingBackend, backend) if _has(backend, CountingBackend) else None
+
+
+def ranking(backend: object) -> RankingBackend | None:
+    """`backend` if it lists prune candidates (a `RankingBackend`), else None."""
+    return cast(RankingBackend, backend) if _has(backend, RankingBackend) else None
+
+
+def _has(backend: object, protocol: type) -> bool:
+    # Once per class: a protocol check per call would cost more than the shortcut saves.
+    key = (type(backend), protocol)
+    found = _IMPLEMENTS.get(key)
+    if found is None:
+        found = _IMPLEMENTS[key] = issubclass(type(backend), protocol)
+    return found
+
+
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}

@@ -28,24 +28,53 @@ class Memorable:
 
 def block_importance(block: HistoryBlock) -> float:
     """`metadata["importance"]` (0–1, or 1–10 read as tenths) if usable, else the heuristic."""
+    return _importance(block, block.inline_content())
+
+
+def _importance(block: HistoryBlock, text: str) -> float:
+    """`block_importance` given the block's inline text (built once per block)."""
     given = block.metadata.get("importance")
     if isinstance(given, int | float) and not isinstance(given, bool) and given >= 0:
         value = float(given)
         return min(1.0, value / 10.0 if value > 1.0 else value)
-    return _text_importance(block.inline_content())
+    return _text_importance(text)
 
 
 # A block is judged again at every task end of its cycle: the heuristic is pure, so its
 # verdict on a text is kept.
 _text_importance = lru_cache(maxsize=4096)(heuristic_importance)
 
+# block id → (action, detail, result, inline text): the text is handed out again, the
+# same string object, while the block still holds the very same field objects. Its hash
+# is then already computed, so `_text_importance` answers at the cost of a dict lookup,
+# and the text is not built again.
+_TEXTS_KEPT = 4096
+_texts: dict[str, tuple[str, str, str | None, str]] = {}
+
+
+def _inline_text(block: HistoryBlock) -> str:
+    """`block.inline_content()`, kept per block while its action, detail and result are
+    the same objects (strings are immutable: then the text is the same)."""
+    if type(block) is not HistoryBlock:  # a subclass may build its text from more fields
+        return block.inline_content()
+    action, detail, result = block.action, block.detail, block.result
+    kept = _texts.get(block.id)
+    if kept is not None and kept[0] is action and kept[1] is detail and kept[2] is result:
+        return kept[3]
+    text = block.inline_content()
+    if len(_texts) >= _TEXTS_KEPT:
+        _texts.clear()
+    _texts[block.id] = (action, detail, result, text)
+    return text
+
 
 def memorable(history: Sequence[HistoryBlock], threshold: float) -> list[Memorable]:
     """The blocks of `history` whose importance is at least `threshold`, in order."""
     picked: list[Memorable] = []
     for block in history:
-        content = block.inline_content().strip()
-        importance = block_importance(block)
+        text = _inline_text(block)
+        content = text.strip()
+        importance = _importance(block, text)
         if content and importance >= threshold:
             picked.append(Memorable(block.id, content, importance, block.timestamp))
     return picked

@@ -49,7 +49,7 @@ class ValueLearner:
 
     def traces(self, task_id: str) -> dict[str, float]:
         """The current eligibility trace of each memory retrieved during the task."""
-        raw = self.backend.meta_get(_key(task_id))
+        raw = self.backend.meta_get(trace_key(task_id))
         return {str(k): float(v) for k, v in json.loads(raw).items()} if raw else {}
 
     def record_access(self, task_id: str, ids: Sequence[str]) -> dict[str, float]:
@@ -58,13 +58,13 @@ class ValueLearner:
         traces = {i: e * p.gamma * p.lam for i, e in self.traces(task_id).items()}
         traces = {i: e for i, e in traces.items() if e >= _TRACE_FLOOR}
         traces.update(dict.fromkeys(ids, 1.0))
-        self.backend.meta_set(_key(task_id), json.dumps(traces, sort_keys=True))
+        self.backend.meta_set(trace_key(task_id), json.dumps(traces, sort_keys=True))
         return traces
 
     def end_task(self, task_id: str, goal: str, reward: float) -> dict[str, tuple[float, float]]:
         """Move each traced memory's value for `goal` toward `reward`; forget the traces."""
         p = self.params
-        raw = self.backend.meta_get(_key(task_id))
+        raw = self.backend.meta_get(trace_key(task_id))
         if raw is None:
             return {}  # nothing was retrieved during the task: nothing to learn or forget
         traces = {str(k): float(v) for k, v in json.loads(raw).items()}
@@ -78,14 +78,15 @@ class ValueLearner:
             updates[record.id] = (old, new)
         if changed:
             self.backend.add_many(changed)
-        self.backend.meta_set(_key(task_id), None)
+        self.backend.meta_set(trace_key(task_id), None)
         return updates
 
     def forget(self, task_id: str) -> None:
         """Drop a task's traces without learning from them."""
-        if self.backend.meta_get(_key(task_id)) is not None:  # a read costs less than a write
-            self.backend.meta_set(_key(task_id), None)
+        if self.backend.meta_get(trace_key(task_id)) is not None:  # a read costs less
+            self.backend.meta_set(trace_key(task_id), None)
 
 
-def _key(task_id: str) -> str:
+def trace_key(task_id: str) -> str:
+    """The meta key of a task's traces: it exists only while the task has some."""
     return f"traces:{task_id}"

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from hivemind.ltm.backend import Filters, MemoryBackend
+from hivemind.ltm.backend import Filters, MemoryBackend, PruneCandidate, counting, ranking
 from hivemind.ltm.records import MemoryStatus
-from hivemind.ltm.retrieval import recency
+from hivemind.ltm.retrieval import recency_of
 
 EVICT_SHARE = 0.10
 
@@ -49,7 +49,8 @@ def prune_agent(
     if cap is None:
         return []
     mine: Filters = {**EVICTABLE, "agent": agent}
-    total = backend.count(mine)
+    counts = counting(backend)
+    total = counts.evictable_count(agent) if counts is not None else backend.count(mine)
     if total <= cap:
         return []
     share = policy.importance_share
@@ -57,10 +58,24 @@ def prune_agent(
     def keep_score(r_importance: float, r_recency: float) -> float:
         return share * r_importance + (1 - share) * r_recency
 
-    ranked = sorted(
-        backend.query(mine, order_by="created_at"),
-        key=lambda r: keep_score(r.importance, recency(r, at, policy.half_life_hours)),
-    )
-    ids = [r.id for r in ranked[: total - cap]]
+    def score(c: PruneCandidate) -> float:
+        return keep_score(
+            c.importance, recency_of(c.last_accessed, c.created_at, at, policy.half_life_hours)
+        )
+
+    ranked = sorted(_candidates(backend, mine), key=score)  # stable: oldest first on ties
+    ids = [c.id for c in ranked[: total - cap]]
     backend.delete_many(ids)
     return ids
+
+
+def _candidates(backend: MemoryBackend, mine: Filters) -> list[PruneCandidate]:
+    """`mine`'s records oldest first, as candidates; without building records if the
+    backend can (an agent at its cap has thousands, and is pruned at every write)."""
+    lean = ranking(backend)
+    if lean is not None:
+        return lean.prune_candidates(mine)
+    return [
+        PruneCandidate(r.id, r.importance, r.created_at, r.last_accessed)
+        for r in backend.query(mine, order_by="created_at")
+    ]

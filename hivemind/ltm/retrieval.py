@@ -62,7 +62,14 @@ def recency(record: MemoryRecord, at: datetime, half_life_hours: float) -> float
     An access after `at` does not count (the creation time does), and a memory made
     after `at` decays with its distance from `at` like a past one: "now" is `at`.
     """
-    ref = record.last_accessed if record.last_accessed <= at else record.created_at
+    return recency_of(record.last_accessed, record.created_at, at, half_life_hours)
+
+
+def recency_of(
+    last_accessed: datetime, created_at: datetime, at: datetime, half_life_hours: float
+) -> float:
+    """`recency` from the two times alone (retention ranks without whole records)."""
+    ref = last_accessed if last_accessed <= at else created_at
     hours = abs((at - ref).total_seconds()) / 3600.0
     return math.exp(-math.log(2) * hours / half_life_hours)
 

@@ -18,8 +18,8 @@ from hivemind.errors import UserError
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.models import MemorySettings, RetrievalWeights
 from hivemind.ltm import retention
-from hivemind.ltm.backend import Filters, MemoryBackend
-from hivemind.ltm.consolidation import memorable
+from hivemind.ltm.backend import Filters, MemoryBackend, counting
+from hivemind.ltm.consolidation import Memorable, memorable
 from hivemind.ltm.embeddings import Embedder
 from hivemind.ltm.importance import (
     ImportanceRater,
@@ -28,7 +28,7 @@ from hivemind.ltm.importance import (
     scale_points,
 )
 from hivemind.ltm.jsonl import export_line, read_batches
-from hivemind.ltm.learning import TDParams, ValueLearner
+from hivemind.ltm.learning import TDParams, ValueLearner, trace_key
 from hivemind.ltm.records import (
     ImportReport,
     MemoryKind,
@@ -247,16 +247,40 @@ class LongTermMemory:
         at: datetime | None = None,
     ) -> TaskEndReport:
         """Consolidate history, learn from the outcome, promote what matters, clear the task
-        (one transaction where the backend has them: all of it, or after a crash none)."""
+        (one transaction where the backend has them: all of it, or after a crash none).
+
+        Most tasks leave nothing to do: no history worth keeping, no traces, no task
+        memories, the agent under its cap. When the backend's counts show that, the
+        (empty) report comes back without a transaction.
+        """
+        worth_keeping = memorable(history, self.settings.consolidate_importance)
+        if not worth_keeping and self._nothing_to_write(task_id, agent):
+            return TaskEndReport(task_id=task_id, success=success, goal=goal)
         with self.backend.transaction():
-            return self._end_task(task_id, success, goal, history, project, agent, at)
+            return self._end_task(task_id, success, goal, worth_keeping, project, agent, at)
+
+    def _nothing_to_write(self, task_id: str, agent: str | None) -> bool:
+        """True if ending the task would write nothing (history aside): no TD traces to
+        learn from or forget, no task memory to promote or clear, nothing to prune.
+        False when the backend keeps no counts, or cannot tell right now."""
+        counts = counting(self.backend)
+        if counts is None:
+            return False
+        cap = self.policy.max_per_agent
+        pruned = agent if agent and cap is not None else None  # whose count matters
+        facts = counts.task_end_facts(task_id, trace_key(task_id), pruned)
+        if facts is None:
+            return False
+        mine = facts.agent_memories
+        over = mine is not None and cap is not None and mine > cap
+        return not facts.has_meta and not facts.task_memories and not over
 
     def _end_task(
         self,
         task_id: str,
         success: bool,
         goal: str | None,
-        history: Sequence[HistoryBlock],
+        worth_keeping: Sequence[Memorable],
         project: str | None,
         agent: str | None,
         at: datetime | None,
@@ -264,7 +288,7 @@ class LongTermMemory:
         now = at or utcnow()
         report = TaskEndReport(task_id=task_id, success=success, goal=goal)
         domain, _, task_type = (goal or "").partition("/")
-        for item in memorable(history, self.settings.consolidate_importance):
+        for item in worth_keeping:
             record = self.remember(
                 item.content, agent=agent or HUMAN, scope="project" if project else "global",
                 project=project, task_id=task_id, importance=item.importance,
@@ -276,7 +300,7 @@ class LongTermMemory:
             report.value_updates = self.learner.end_task(task_id, goal, 1.0 if success else 0.0)
         else:
             self.learner.forget(task_id)
-        task_memories = self.backend.query({"tier": Tier.TASK, "task_id": task_id})
+        task_memories = self._task_memories(task_id)
         keep = [r for r in task_memories if r.importance >= self.settings.consolidate_importance]
         for record in keep:
             record.tier = Tier.PROJECT if record.project else Tier.GLOBAL
@@ -369,6 +393,13 @@ class LongTermMemory:
             self.backend.touch(ids, at)
         if task_id and ids:
             self.learner.record_access(task_id, ids)
+
+    def _task_memories(self, task_id: str) -> list[MemoryRecord]:
+        """The task's task-tier memories (no query when the backend counts none)."""
+        counts = counting(self.backend)
+        if counts is not None and counts.task_memory_count(task_id) == 0:
+            return []
+        return self.backend.query({"tier": Tier.TASK, "task_id": task_id})
 
     def _embedded(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
         """The records with their vectors, when an embedder is set."""
