@@ -150,12 +150,14 @@ class ContextBuilder:
     async def _load(self, blocks: list[AnyBlock]) -> dict[str, LoadedContent]:
         out: dict[str, LoadedContent] = {}
         misses: list[tuple[str, FileRef]] = []
+        loader = self.loader
         for b in blocks:
             loc = block_location(b)
             if loc is None:
                 continue
-            # Warm files answer from the cache after one stat: no task, no thread hop.
-            hit = self.loader.peek_location(*loc)
+            # Warm files answer from the cache after one stat, small ones are read right
+            # here: no task, no thread hop. Only big or missing files are awaited.
+            hit = loader.peek_location(*loc) or loader.load_small(*loc)
             if hit is not None:
                 out[b.id] = hit
             else:

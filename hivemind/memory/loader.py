@@ -210,12 +210,24 @@ class ContentLoader:
         hit = self.peek(ref)
         if hit is not None:
             return hit
-        size = self._stat(self.resolve(ref.path))
-        if size is not None and size[1] <= INLINE_READ_BYTES:
-            # A small file (a task, a message, a note) reads in microseconds: a thread hop
-            # and its hand-back would cost more than the read.
-            return self._load_sync(ref.path, ref.start_line, ref.end_line)
+        small = self.load_small(ref.path, ref.start_line, ref.end_line)
+        if small is not None:
+            return small
         return await asyncio.to_thread(self._load_sync, ref.path, ref.start_line, ref.end_line)
+
+    def load_small(
+        self, path: str, start_line: int | None = None, end_line: int | None = None
+    ) -> LoadedContent | None:
+        """What `load` returns for a small file, read right here; None for a file that
+        `load` reads in a thread (big, or not there).
+
+        A small file (a task, a message, a note) reads in microseconds: a thread hop, or
+        even a task on the event loop, costs more than the read.
+        """
+        size = self._stat(self.resolve(path))
+        if size is None or size[1] > INLINE_READ_BYTES:
+            return None
+        return self._load_sync(path, start_line, end_line)
 
     def invalidate(self, path: str) -> None:
         """Forget the cached content of `path` (the next load re-reads it)."""
