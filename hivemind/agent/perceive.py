@@ -8,20 +8,25 @@ the model only when some key was not seen before (an idle hive costs nothing).
 from __future__ import annotations
 
 import fnmatch
+import os
+import stat
+import weakref
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from hivemind.agent.prompt import TEAM
-from hivemind.hive.knowledge import KnowledgeIndex
+from hivemind.hive.knowledge import KnowledgeIndex, Note, note_block
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.mailbox import Mailbox, MailItem
 from hivemind.hive.models import AgentConfig
+from hivemind.hive.paths import walk_below
 from hivemind.hive.tasks import TaskBoard, TaskRef
 from hivemind.memory.blocks import (
     BlockType,
     FileBlock,
+    KnowledgeBlock,
     MessageBlock,
     Priority,
     RomBlock,
@@ -52,6 +57,13 @@ class Perception:
         return bool(self.active or self.unread)
 
 
+# The KNOWLEDGE blocks perceive put in each working memory, by id: (note, block, the
+# block's field dict when made). Kept beside the memory, not in it, and gone with it.
+_notes_made: weakref.WeakKeyDictionary[
+    WorkingMemoryManager, dict[str, tuple[Note, KnowledgeBlock, dict[str, Any]]]
+] = weakref.WeakKeyDictionary()
+
+
 def _stat_key(path: Path) -> str:
     try:
         st = path.stat()
@@ -60,12 +72,39 @@ def _stat_key(path: Path) -> str:
     return f"{st.st_mtime_ns}:{st.st_size}"
 
 
-def task_block(hive: Hive, ref: TaskRef) -> TaskBlock:
+def _version_key(path: Path, lst: os.stat_result) -> str:
+    """`_stat_key(path)` from the lstat the listing took (a symlink is stat'ed again)."""
+    if stat.S_ISLNK(lst.st_mode):
+        return _stat_key(path)
+    return f"{lst.st_mtime_ns}:{lst.st_size}"
+
+
+def _plain_folder(hive: Hive, folder: Path) -> str | None:
+    """`hive.relative(folder)` when no part of it below the root is a symlink (then the
+    relative path of a file in it is plain string work), else None."""
+    root = os.fspath(hive.root)
+    walked = walk_below(root, os.fspath(folder))
+    if walked is None:
+        return None
+    return walked[0][len(root.rstrip("/")) + 1 :]
+
+
+def _relative(hive: Hive, folder: str | None, path: Path, lst: os.stat_result) -> str:
+    """`hive.relative(path)` for a file listed in a folder `_plain_folder` vouched for:
+    the same string without one lstat per part of the path (`Hive.relative` only
+    departs from the plain string at a symlink)."""
+    if folder is None or stat.S_ISLNK(lst.st_mode):
+        return hive.relative(path)
+    return f"{folder}/{path.name}"
+
+
+def task_block(hive: Hive, ref: TaskRef, location: str | None = None) -> TaskBlock:
+    """The TASK block of an active task (`location`: `hive.relative(ref.path)`, if known)."""
     t = ref.task
     return TaskBlock(
         task_id=t.id,
         title=t.title,
-        location=hive.relative(ref.path),
+        location=hive.relative(ref.path) if location is None else location,
         project=t.project,
         dependencies=list(t.depends_on),
         status="active",
@@ -135,13 +174,17 @@ def perceive(
     working.add(RomBlock(agent=name, location=hive.relative(rom_path)))
     keys = {f"rom:{_stat_key(rom_path)}"}
 
-    active = {ref.task.id: ref for ref in board.active(name)}
+    listed = board.active_stats(name)
+    active = {ref.task.id: ref for ref, _ in listed}
+    lstats = {ref.path: st for ref, st in listed}
     for block in working.by_type(BlockType.TASK):
         if isinstance(block, TaskBlock) and block.task_id not in active:
             working.remove(block.id)
+    folder = _plain_folder(hive, hive.active_dir_for(name)) if active else None
     for ref in active.values():
-        working.add(task_block(hive, ref))
-        keys.add(f"task:{ref.task.id}:{_stat_key(ref.path)}")
+        lst = lstats[ref.path]
+        working.add(task_block(hive, ref, _relative(hive, folder, ref.path, lst)))
+        keys.add(f"task:{ref.task.id}:{_version_key(ref.path, lst)}")
 
     unread = mailbox.unread()
     unread_ids = set()
@@ -161,14 +204,7 @@ def perceive(
             working.add(block)
 
     knowledge.refresh()
-    globs = config.knowledge or None
-    notes = knowledge.blocks(globs)
-    wanted = {b.id for b in notes}
-    for block in working.by_type(BlockType.KNOWLEDGE):
-        if block.id not in wanted:
-            working.remove(block.id)
-    for kb in notes:
-        working.add(kb)
+    _sync_knowledge(working, knowledge.selected(config.knowledge or None))
 
     watch_keys = set()
     for path in watched_files(hive, config.watch):
@@ -183,6 +219,33 @@ def perceive(
     ))
     return Perception(active=active, unread=unread, input_keys=keys, watch_keys=watch_keys,
                       team=figures.get(TEAM) or [])
+
+
+def _sync_knowledge(working: WorkingMemoryManager, notes: list[Note]) -> None:
+    """One KNOWLEDGE block per note, and no others. A block perceive made from the same
+    note that nobody changed since stays: a new one would be equal to it, field for
+    field, and costs a validation (and the selector and builder their caches)."""
+    wanted = {note.location for note in notes}
+    for block in working.by_type(BlockType.KNOWLEDGE):
+        if block.id not in wanted:
+            working.remove(block.id)
+    made = _notes_made.get(working) or {}
+    now: dict[str, tuple[Note, KnowledgeBlock, dict[str, Any]]] = {}
+    for note in notes:
+        kept = made.get(note.location)
+        if (
+            kept is not None
+            and kept[0] == note
+            and working.get(note.location) is kept[1]
+            and kept[1].__dict__ is kept[2]  # pydantic gives a new dict on any assignment
+            and kept[1].metadata == {"bytes": note.size}  # the one field changed in place
+        ):
+            now[note.location] = kept
+            continue
+        kb = note_block(note)
+        working.add(kb)
+        now[note.location] = (note, kb, kb.__dict__)
+    _notes_made[working] = now
 
 
 def matches_any(path: str, globs: list[str]) -> bool:

@@ -29,6 +29,10 @@ LOAD_TTL = 2.0
 """Seconds the active count per agent is trusted without listing tasks/active/ again."""
 
 
+def _by_age(found: tuple[TaskRef, os.stat_result]) -> tuple[int, float, str]:
+    return found[0].age_key()
+
+
 class TaskIndex:
     """The board as it is on disk: pending (settled, valid), active, done; lookups.
 
@@ -278,17 +282,24 @@ class TaskIndex:
 
     def active(self, agent: str) -> list[TaskRef]:
         """Tasks claimed by `agent` (also those left there by a previous run)."""
-        refs = []
+        return [ref for ref, _ in self.active_stats(agent)]
+
+    def active_stats(self, agent: str) -> list[tuple[TaskRef, os.stat_result]]:
+        """`active`, each task with the lstat its file was read under: a caller keying
+        on the file's version needs no stat of its own."""
+        found = []
+        parsed = self._parsed
         for path, st in md_files(self.hive.active_dir_for(agent)):
             try:
-                task = self._read(path, st)
+                # Not `_read`: a file in active/ is never one of tasks/ (no pending id).
+                task = parsed.load(path, st, read_task)
             except FileNotFoundError:
                 continue
             except FileFormatError as exc:
                 self._reject(path, exc.reason)
                 continue
-            refs.append(TaskRef(task, path, TaskState.ACTIVE, agent, st.st_mtime))
-        return sorted(refs, key=TaskRef.age_key)
+            found.append((TaskRef(task, path, TaskState.ACTIVE, agent, st.st_mtime), st))
+        return sorted(found, key=_by_age)
 
     def load(self) -> dict[str, int]:
         """Active tasks per agent: kept up to date by this board's own moves, and listed
