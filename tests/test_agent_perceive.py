@@ -170,3 +170,76 @@ def test_task_blocks_and_keys_name_files_as_hive_relative_and_stat_do(hive: Hive
         assert isinstance(block, TaskBlock)
         assert block.location == hive.relative(ref.path) == f"elsewhere/{ref.id}.md"
     assert agent.working.get("task:t3") is None
+
+
+def test_the_rom_block_and_key_name_the_rom_as_hive_relative_and_stat_do(hive: Hive) -> None:
+    rom = write_agent(hive, AGENT)
+    agent = Perceiver(hive)
+    keys = agent.run()
+    block = agent.working.get(f"rom:{AGENT}")
+    assert block is not None and block.model_dump()["location"] == hive.relative(rom)
+    assert f"rom:{_stat_key(rom)}" in keys
+
+    # A ROM that is a symlink, then an agent folder that is one.
+    real = hive.workspace_dir / "rom.md"
+    real.write_text(rom.read_text())
+    rom.unlink()
+    rom.symlink_to(real)
+    keys = agent.run()
+    block = agent.working.get(f"rom:{AGENT}")
+    assert block is not None and block.model_dump()["location"] == "workspace/rom.md"
+    assert f"rom:{_stat_key(rom)}" in keys
+    rom.unlink()
+    folder = hive.agent_dir(AGENT)
+    folder.rename(hive.root / "other")
+    folder.symlink_to(hive.root / "other", target_is_directory=True)
+    (hive.root / "other" / "ROM.md").write_text("# worker\n")
+    keys = agent.run()
+    block = agent.working.get(f"rom:{AGENT}")
+    assert block is not None and block.model_dump()["location"] == "other/ROM.md"
+    assert f"rom:{_stat_key(rom)}" in keys
+
+    # No ROM at all.
+    (hive.root / "other" / "ROM.md").unlink()
+    assert "rom:missing" in agent.run()
+
+
+def test_perceived_blocks_are_what_their_classes_make_of_the_same_arguments(
+    hive: Hive,
+) -> None:
+    # Perception copies validated templates with a new time instead of validating the
+    # same arguments again: the copies must be indistinguishable from new blocks.
+    from hivemind.agent.perceive import task_block
+    from hivemind.memory.blocks import RomBlock, StatusBlock
+
+    write_agent(hive, AGENT)
+    agent = Perceiver(hive)
+    ref = claim(hive, agent.board, "t1")
+    figures = {"tasks": {"pending": 0, "active": 1}, "budget": 5}
+    for _ in range(2):
+        perceive(hive, agent.config, agent.board, agent.mailbox, agent.knowledge,
+                 agent.working, figures)
+    made = {
+        f"rom:{AGENT}": RomBlock(agent=AGENT, location=f"agents/{AGENT}/ROM.md"),
+        "task:t1": task_block(hive, ref),
+        "status:hive": StatusBlock(status_type="hive", value=figures),
+    }
+    for bid, expected in made.items():
+        got = agent.working.get(bid)
+        assert got is not None and type(got) is type(expected)
+        assert got.model_fields_set == expected.model_fields_set
+        mine, theirs = got.model_dump(), expected.model_dump()
+        assert abs((mine.pop("timestamp") - theirs.pop("timestamp")).total_seconds()) < 5
+        assert mine == theirs
+        assert [type(v) for v in got.__dict__.values()] == [
+            type(v) for v in expected.__dict__.values()
+        ]
+    # Each cycle's block has containers of its own.
+    task = agent.working.get("task:t1")
+    assert isinstance(task, TaskBlock)
+    task.metadata["scribble"] = 1
+    task.dependencies.append("x")
+    agent.run()
+    again = agent.working.get("task:t1")
+    assert isinstance(again, TaskBlock)
+    assert "scribble" not in again.metadata and again.dependencies == []

@@ -11,6 +11,7 @@ import fnmatch
 import os
 import stat
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -24,6 +25,7 @@ from hivemind.hive.models import AgentConfig
 from hivemind.hive.paths import walk_below
 from hivemind.hive.tasks import TaskBoard, TaskRef
 from hivemind.memory.blocks import (
+    BlockT,
     BlockType,
     FileBlock,
     KnowledgeBlock,
@@ -32,6 +34,7 @@ from hivemind.memory.blocks import (
     RomBlock,
     StatusBlock,
     TaskBlock,
+    restamped,
     utcnow,
 )
 from hivemind.memory.manager import WorkingMemoryManager
@@ -89,11 +92,13 @@ def _plain_folder(hive: Hive, folder: Path) -> str | None:
     return walked[0][len(root.rstrip("/")) + 1 :]
 
 
-def _relative(hive: Hive, folder: str | None, path: Path, lst: os.stat_result) -> str:
-    """`hive.relative(path)` for a file listed in a folder `_plain_folder` vouched for:
-    the same string without one lstat per part of the path (`Hive.relative` only
-    departs from the plain string at a symlink)."""
-    if folder is None or stat.S_ISLNK(lst.st_mode):
+def _relative(
+    hive: Hive, folder: str | None, path: Path, lst: os.stat_result | None
+) -> str:
+    """`hive.relative(path)` for a file (lstat `lst`, None if missing) in a folder that
+    `_plain_folder` vouched for: the same string without one lstat per part of the path
+    (`Hive.relative` only departs from the plain string at a symlink)."""
+    if folder is None or (lst is not None and stat.S_ISLNK(lst.st_mode)):
         return hive.relative(path)
     return f"{folder}/{path.name}"
 
@@ -101,10 +106,13 @@ def _relative(hive: Hive, folder: str | None, path: Path, lst: os.stat_result) -
 def task_block(hive: Hive, ref: TaskRef, location: str | None = None) -> TaskBlock:
     """The TASK block of an active task (`location`: `hive.relative(ref.path)`, if known)."""
     t = ref.task
-    return TaskBlock(
+    where = hive.relative(ref.path) if location is None else location
+    key = (BlockType.TASK, t.id, t.title, where, t.project, tuple(t.depends_on), t.priority,
+           t.reply_to, t.domain, t.task_type, t.attempts)
+    return _stamped(key, lambda: TaskBlock(
         task_id=t.id,
         title=t.title,
-        location=hive.relative(ref.path) if location is None else location,
+        location=where,
         project=t.project,
         dependencies=list(t.depends_on),
         status="active",
@@ -119,7 +127,24 @@ def task_block(hive: Hive, ref: TaskRef, location: str | None = None) -> TaskBlo
             }.items()
             if v
         },
-    )
+    ))
+
+
+# Blocks perceive makes every cycle, validated once per distinct set of arguments; each
+# cycle gets a copy stamped with the time (see `blocks.restamped`). Shared by all agents:
+# the templates themselves are never handed out.
+_templates: dict[tuple[Any, ...], Any] = {}
+
+
+def _stamped(key: tuple[Any, ...], make: Callable[[], BlockT], **values: Any) -> BlockT:
+    """`make()` as made now (with `values` for some fields): a stamped copy of the
+    template made by the same arguments (`key` names them all)."""
+    template: BlockT | None = _templates.get(key)
+    if template is None:
+        if len(_templates) > 4096:  # arguments of tasks long gone
+            _templates.clear()
+        template = _templates[key] = make()
+    return restamped(template, utcnow(), **values)
 
 
 def message_block(hive: Hive, agent: str, item: MailItem) -> MessageBlock:
@@ -171,8 +196,14 @@ def perceive(
     """Bring `working` in line with the disk; return the actionable inputs."""
     name = config.name
     rom_path = hive.rom_path(name)
-    working.add(RomBlock(agent=name, location=hive.relative(rom_path)))
-    keys = {f"rom:{_stat_key(rom_path)}"}
+    try:
+        rom_stat: os.stat_result | None = os.lstat(rom_path)
+    except OSError:
+        rom_stat = None
+    rom_location = _relative(hive, _plain_folder(hive, rom_path.parent), rom_path, rom_stat)
+    working.add(_stamped((BlockType.ROM, name, rom_location),
+                         lambda: RomBlock(agent=name, location=rom_location)))
+    keys = {f"rom:{'missing' if rom_stat is None else _version_key(rom_path, rom_stat)}"}
 
     listed = board.active_stats(name)
     active = {ref.task.id: ref for ref, _ in listed}
@@ -214,8 +245,9 @@ def perceive(
         watch_keys.add(f"watch:{rel}:{_stat_key(path)}")
 
     # The team goes into the system prompt (stable); the STATUS block keeps what changes.
-    working.add(StatusBlock(
-        status_type="hive", value={k: v for k, v in figures.items() if k != TEAM}
+    working.add(_stamped(
+        (BlockType.STATUS, "hive"), lambda: StatusBlock(status_type="hive", value=None),
+        value={k: v for k, v in figures.items() if k != TEAM},
     ))
     return Perception(active=active, unread=unread, input_keys=keys, watch_keys=watch_keys,
                       team=figures.get(TEAM) or [])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.paths import glob_match
-from hivemind.hive.statcache import StatCache
+from hivemind.hive.statcache import StatMemo
 from hivemind.memory.blocks import KnowledgeBlock, Priority
 
 _HEAD_BYTES = 64 * 1024  # the topic heading is near the top; never read a whole big note
@@ -59,7 +59,7 @@ class KnowledgeIndex:
 
     def __init__(self, hive: Hive) -> None:
         self.hive = hive
-        self._topics: StatCache[str] = StatCache()
+        self._topics: StatMemo[str, str] = StatMemo()  # by absolute path
         self._notes: dict[str, Note] = {}
         # Bumped when the notes change; what is derived from them is kept until then.
         self.version = 0
@@ -100,15 +100,15 @@ class KnowledgeIndex:
                 if not stat.S_ISREG(st.st_mode):
                     continue  # a symlink could point outside the hive
                 where = f"{location}/{name}"
-                notes[where] = self._note(where, Path(entry.path), st)
+                notes[where] = self._note(where, entry.path, st)
             except OSError:
                 continue
         for name in sorted(folders):
             self._scan(f"{folder}/{name}", f"{location}/{name}", notes)
 
-    def _note(self, location: str, path: Path, st: os.stat_result) -> Note:
+    def _note(self, location: str, path: str, st: os.stat_result) -> Note:
         """The note at `path`: the known object while its file is unchanged."""
-        topic = self._topics.load(path, st, _topic)
+        topic = self._topics.load_as(path, st, lambda: _topic(Path(path)))
         old = self._notes.get(location)
         if old is not None and old.topic == topic and old.size == st.st_size and (
             old.mtime == st.st_mtime

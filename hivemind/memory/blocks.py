@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -376,3 +377,70 @@ AnyBlock = (
     | HistoryBlock
     | ContextBlock
 )
+
+
+def same_but_timestamp(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """True if two blocks' field dicts (`__dict__`) differ at most in `timestamp`.
+
+    Perception makes its ROM, task and status blocks anew every cycle, stamped with
+    the time; what was worked out for the previous block (its estimate, its rendered
+    entry) holds for the new one but for its time. Values are compared as the context
+    would render them: 1 is not True nor 1.0, dict key order counts, an object of
+    another kind only matches itself.
+    """
+    if len(a) != len(b):
+        return False
+    for key, value in a.items():
+        if key == "timestamp":
+            continue
+        other = b.get(key, _ABSENT)
+        if value is not other and not _same_value(value, other):
+            return False
+    return True
+
+
+_ABSENT = object()
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    """Equal, and of the same type all the way down (see `same_but_timestamp`)."""
+    kind = type(x)
+    if kind is not type(y):
+        return False
+    if kind is str or kind is int or kind is bool:
+        return bool(x == y)
+    if kind is float:
+        # 0.0 and -0.0 are equal but render differently; NaN never matches.
+        return bool(x == y) and math.copysign(1.0, x) == math.copysign(1.0, y)
+    if kind is dict:
+        return len(x) == len(y) and all(
+            (kx is ky or _same_value(kx, ky)) and (vx is vy or _same_value(vx, vy))
+            for (kx, vx), (ky, vy) in zip(x.items(), y.items(), strict=True)
+        )
+    if kind is list or kind is tuple:
+        return len(x) == len(y) and all(
+            vx is vy or _same_value(vx, vy) for vx, vy in zip(x, y, strict=True)
+        )
+    if kind is datetime:
+        return bool(x == y) and x.utcoffset() == y.utcoffset()
+    return False  # None and enum members are singletons: `is` already said yes
+
+
+BlockT = TypeVar("BlockT", bound=MemoryBlockBase)
+
+
+def restamped(block: BlockT, timestamp: datetime, **values: Any) -> BlockT:
+    """`block` made again at `timestamp`, with `values` for some fields (taken as they
+    are, as for an `Any` field): what its class makes of the same arguments, without
+    validating them again (a block validates twice: its default id is an assignment).
+
+    For copies of a template that is never handed out; dict and list fields are copied,
+    so two copies never share anything that could be changed in place.
+    """
+    new = block.__copy__()  # a shallow copy of the fields, the set fields and the rest
+    fields = new.__dict__
+    for key in [k for k, v in fields.items() if type(v) is dict or type(v) is list]:
+        fields[key] = fields[key].copy()
+    fields["timestamp"] = timestamp
+    fields.update(values)
+    return new

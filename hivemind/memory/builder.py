@@ -18,7 +18,14 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from hivemind.errors import CriticalOverBudgetError
-from hivemind.memory.blocks import CONTEXT_ORDER, STABLE_TYPES, AnyBlock, FileRef, Priority
+from hivemind.memory.blocks import (
+    CONTEXT_ORDER,
+    STABLE_TYPES,
+    AnyBlock,
+    FileRef,
+    Priority,
+    same_but_timestamp,
+)
 from hivemind.memory.compressor import MemoryCompressor
 from hivemind.memory.loader import ContentLoader, LoadedContent
 from hivemind.memory.selector import Dropped, Selection, block_location
@@ -34,6 +41,11 @@ _ESCAPED_CACHE_BYTES = 64 * 1024 * 1024
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 _dumps = _ENCODER.encode
 _dumps_str: Callable[[str], str] = encode_basestring  # same bytes as _dumps for a str
+
+
+def _stamp(block: AnyBlock) -> str:
+    """A block's timestamp as its entry shows it."""
+    return block.timestamp.isoformat(timespec="seconds")
 
 
 @dataclass
@@ -99,6 +111,13 @@ class _Part:
     encoded: str
     order: tuple[int, str]
     dict: dict[str, Any] = field(default_factory=dict)
+    stamp: str | None = None  # the rendered timestamp (None: the metadata names its own)
+
+    def restamped(self, block: AnyBlock) -> _Part:
+        """This rendering for `block`, whose fields and content are this one's and whose
+        timestamp renders the same."""
+        return _Part(block, self.source, self.tokens, self.note, self.entry, self.encoded,
+                     self.order, block.__dict__, self.stamp)
 
 
 class ContextBuilder:
@@ -119,6 +138,7 @@ class ContextBuilder:
         self._compressed: dict[tuple[str, str], tuple[str, str, int]] = {}
         self._small: dict[str, int] = {}
         self._parts: dict[int, _Part] = {}
+        self._latest: dict[str, _Part] = {}  # the last rendering per block id
 
     async def build(self, selection: Selection, budget: int | None = None) -> BuiltContext:
         """Load, compress, count, enforce `budget` (default: the selection's), render."""
@@ -133,6 +153,8 @@ class ContextBuilder:
         parts = [self._part(b, contents.get(b.id)) for b in blocks]
         if len(self._parts) > 2 * len(parts) + 1024:  # forget blocks no longer kept
             self._parts = {id(p.block): p for p in parts}
+        if len(self._latest) > 2 * len(parts) + 1024:
+            self._latest = {p.block.id: p for p in parts}
         parts, late = self._enforce(parts, selection, budget)
         parts.sort(key=lambda p: p.order)
         stable_count = sum(1 for p in parts if p.block.type in _STABLE)
@@ -177,8 +199,25 @@ class ContextBuilder:
             part.source is source or (loaded is None and part.source == source)
         ):
             return part
-        part = self._parts[id(block)] = self._render(block, source)
+        part = self._restamped(block, source) or self._render(block, source)
+        self._parts[id(block)] = self._latest[block.id] = part
         return part
+
+    def _restamped(self, block: AnyBlock, source: LoadedContent | str) -> _Part | None:
+        """The last rendering of this block id, if `block` differs from the block it was
+        made for at most in a timestamp that renders the same (perception makes its
+        blocks anew every cycle, stamped to the microsecond; the entry shows seconds)."""
+        prev = self._latest.get(block.id)
+        if (
+            prev is None
+            or not (prev.source is source or (isinstance(source, str) and prev.source == source))
+            or type(prev.block) is not type(block)
+            or not same_but_timestamp(prev.dict, block.__dict__)
+        ):
+            return None
+        if prev.stamp is not None and prev.stamp != _stamp(block):
+            return None
+        return prev.restamped(block)
 
     def _render(self, block: AnyBlock, source: LoadedContent | str) -> _Part:
         if isinstance(source, str):
@@ -202,12 +241,12 @@ class ContextBuilder:
                 note = "compressed"
         if escaped is None:
             escaped = self._escape(text, digest)
-        meta: dict[str, Any] = {
-            "type": block.type.value,
-            "timestamp": block.timestamp.isoformat(timespec="seconds"),
-        }
+        stamp: str | None = _stamp(block)
+        meta: dict[str, Any] = {"type": block.type.value, "timestamp": stamp}
         meta.update(block.metadata)
         meta.update(block.type_metadata())
+        if meta["timestamp"] is not stamp:  # the metadata has a timestamp of its own
+            stamp = None
         if note is not None:
             meta["note"] = note
         tail = {
@@ -227,6 +266,7 @@ class ContextBuilder:
             encoded=head + escaped + "," + tail_json[1:],
             order=(_ORDER.get(block.type, len(_ORDER)), block.id),
             dict=block.__dict__,
+            stamp=stamp,
         )
 
     def _small_count(self, text: str, raw: bool = False) -> int:
@@ -235,9 +275,9 @@ class ContextBuilder:
         if n is None:
             if len(self._small) > 100_000:
                 self._small.clear()
-            n = self._small[key] = self.counter.count(text) if raw else self.counter.count_json(
-                text
-            )
+            # An envelope names its block and time: the counter's own cache would only churn.
+            counter = self.counter
+            n = self._small[key] = counter.count_once(text) if raw else counter.count_json(text)
         return n
 
     def _escape(self, text: str, digest: str | None) -> str:

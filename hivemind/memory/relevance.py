@@ -88,22 +88,30 @@ class RelevanceScorer:
 
     def boost(self, block: AnyBlock) -> float:
         """The factor from task keywords and recent files (1.0 when neither applies)."""
+        words = self.words(block) if self.task_keywords else frozenset()
+        return self.boost_for(words, _location(block) if self.recent_files else None)
+
+    def words(self, block: AnyBlock) -> frozenset[str]:
+        """The keywords of a block (they depend on the block alone, not on the task)."""
+        text = block.keywords_text()
+        words = self._words.get(text)
+        if words is None:
+            if len(self._words) > 50_000:
+                self._words.clear()
+            words = self._words[text] = keywords(text)
+        return words
+
+    def boost_for(self, words: frozenset[str], path: str | None) -> float:
+        """`boost` of a block with these keywords and this file (see `file_of`): callers
+        that score the same blocks for task after task keep both."""
         w = self.weights
         factor = 1.0
         if self.task_keywords:
-            text = block.keywords_text()
-            words = self._words.get(text)
-            if words is None:
-                if len(self._words) > 50_000:
-                    self._words.clear()
-                words = self._words[text] = keywords(text)
             overlap = len(self.task_keywords & words)
             if overlap:
                 factor = 1.0 + w.keyword_boost * overlap
-        if self.recent_files:
-            path = _location(block)
-            if path is not None and path in self.recent_files:
-                factor *= w.recent_file_boost
+        if path is not None and path in self.recent_files:
+            factor *= w.recent_file_boost
         return factor
 
     def combine(self, confidence: float, age_seconds: float, boost: float) -> float:
@@ -135,6 +143,10 @@ def epoch_seconds(ts: datetime) -> float:
     return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
 
 
-def _location(block: AnyBlock) -> str | None:
+def file_of(block: AnyBlock) -> str | None:
+    """The file a block stands for, as recent files are named (None: no file)."""
     path = getattr(block, "location", None) or getattr(block, "full_path", None)
     return path if isinstance(path, str) else None
+
+
+_location = file_of

@@ -37,9 +37,10 @@ from hivemind.memory.blocks import (
     RomBlock,
     StatusBlock,
     TaskBlock,
+    same_but_timestamp,
 )
 from hivemind.memory.loader import ContentLoader, StatKey
-from hivemind.memory.relevance import RelevanceScorer, epoch_seconds
+from hivemind.memory.relevance import RelevanceScorer, epoch_seconds, file_of
 from hivemind.memory.tokens import TokenCounter
 
 # Share of the budget each tier may fill, in percent (integer maths: exact boundaries).
@@ -126,8 +127,8 @@ class _Facts:
     """
 
     __slots__ = (
-        "base", "block", "dict", "drop", "drop_tail", "expiry", "gen", "id", "key", "loc",
-        "path", "tier", "ts", "weight",
+        "base", "block", "dict", "drop", "drop_tail", "expiry", "file", "gen", "id", "key",
+        "loc", "path", "tier", "ts", "weight", "words",
     )
 
     def __init__(self, block: AnyBlock, loc: Location | None, base: int) -> None:
@@ -148,6 +149,20 @@ class _Facts:
         self.weight = 0.0  # confidence × relevance boost, valid for scorer generation `gen`
         self.drop: Dropped | None = None  # the last record of dropping this block
         self.drop_tail = ""
+        self.words: frozenset[str] | None = None  # keywords and file for relevance, once
+        self.file: str | None = None
+
+    def restamped(self, block: AnyBlock) -> _Facts:
+        """These facts for `block`, whose fields are these but for its timestamp: only
+        the recency changes (the estimate, tier and relevance weight do not)."""
+        f = _Facts.__new__(_Facts)
+        f.block, f.dict, f.id = block, block.__dict__, self.id
+        f.loc, f.path, f.key, f.base, f.tier = self.loc, self.path, self.key, self.base, self.tier
+        f.ts = epoch_seconds(block.timestamp)
+        f.expiry, f.gen, f.weight = self.expiry, self.gen, self.weight
+        f.drop, f.drop_tail = None, ""
+        f.words, f.file = self.words, self.file
+        return f
 
 
 # Tier 0 is CRITICAL; 1..3 are TIER_LIMITS in order.
@@ -221,6 +236,9 @@ class MemorySelector:
         # window costs at worst one cycle with a stale estimate. 0 = stat every time.
         self.stat_ttl = stat_ttl
         self._facts: dict[int, _Facts] = {}
+        # The facts last learned per block id: a block made again with only a new time
+        # (perception stamps its blocks) takes them over.
+        self._latest: dict[str, _Facts] = {}
         self._last: _Layout | None = None
         # Per file: (version, {key: estimate}); _known merges them all (one dict lookup
         # per block). Both outlive the block lists, so agents sharing a selector share them.
@@ -249,11 +267,22 @@ class MemorySelector:
         return self._capped(block, self.counter.count_json(block.inline_content()))
 
     def _learn(self, block: AnyBlock) -> _Facts:
-        self._scored_gen = -1  # a new fact has no weight yet
-        loc = block_location(block)
-        if loc is None:
-            return _Facts(block, None, self._inline_tokens(block) + _envelope(block, 0))
-        return _Facts(block, loc, _envelope(block, len(loc[0])))
+        self._scored_gen = -1  # a new fact may have no weight (for this generation) yet
+        prev = self._latest.get(block.id)
+        if (
+            prev is not None
+            and type(prev.block) is type(block)
+            and same_but_timestamp(prev.dict, block.__dict__)
+        ):
+            f = prev.restamped(block)
+        else:
+            loc = block_location(block)
+            if loc is None:
+                f = _Facts(block, None, self._inline_tokens(block) + _envelope(block, 0))
+            else:
+                f = _Facts(block, loc, _envelope(block, len(loc[0])))
+        self._latest[block.id] = f
+        return f
 
     # -- selection -----------------------------------------------------------
     def select(
@@ -324,6 +353,8 @@ class MemorySelector:
             # Forget blocks no longer in memory, with room for agents sharing this selector.
             if len(facts) > 2 * max(n for n, _ in self._sizes) + 4096:
                 self._facts = dict(zip(map(id, blocks), known, strict=True))
+            if len(self._latest) > 2 * max(n for n, _ in self._sizes) + 4096:
+                self._latest = {f.id: f for f in known}
         if lay.min_expiry > now_s:
             return lay
         live: list[_Facts] = []
@@ -385,9 +416,12 @@ class MemorySelector:
         scorer = self.scorer
         gen, scale = scorer.generation, scorer.recency_seconds
         if self._scored_gen != gen:
+            boost_for = scorer.boost_for
             for f in lay.live:
                 if f.gen != gen:
-                    f.weight = f.block.confidence * scorer.boost(f.block)
+                    if f.words is None:
+                        f.words, f.file = scorer.words(f.block), file_of(f.block)
+                    f.weight = f.block.confidence * boost_for(f.words, f.file)
                     f.gen = gen
             self._scored_gen = gen
         if lay.weights[0] != gen or lay.weights[1] != scale:
@@ -416,6 +450,10 @@ def _fill(
     head = f"over budget at {priority.name}: "
     sizes = list(map(ns.__getitem__, ranked))
     kept, dropped, end, start = sel.kept, sel.dropped, len(ranked), 0
+    total = used + sum(sizes)
+    if total * 100 < limit:  # room for the whole tier: each block fits when its turn comes
+        kept.extend(live[i].block for i in ranked)
+        return total
     while start < end:
         tail = _tail(percent, budget, used)
         most = (limit - used * 100 - 1) // 100  # the largest block that still fits

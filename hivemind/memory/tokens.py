@@ -102,6 +102,13 @@ class TokenCounter:
             return 0
         return self._cached(("j" + digest) if as_json else digest, text, as_json=as_json)
 
+    def count_once(self, text: str) -> int:
+        """`count` for a text not worth a place in the cache (one that will not come
+        again, like an entry's envelope with its id and time); its pieces are cached."""
+        with self._lock:
+            self.tokenised += 1
+        return self._encoded_length(text)
+
     def cached(self, digest: str, *, as_json: bool = False) -> int | None:
         """The cached count for a digest, or None if that text was never counted."""
         with self._lock:
