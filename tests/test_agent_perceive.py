@@ -207,8 +207,8 @@ def test_the_rom_block_and_key_name_the_rom_as_hive_relative_and_stat_do(hive: H
 def test_perceived_blocks_are_what_their_classes_make_of_the_same_arguments(
     hive: Hive,
 ) -> None:
-    # Perception copies validated templates with a new time instead of validating the
-    # same arguments again: the copies must be indistinguishable from new blocks.
+    # What perception puts in memory must be indistinguishable from new blocks made of
+    # the same arguments (the selector and builder reuse work by comparing fields).
     from hivemind.agent.perceive import task_block
     from hivemind.memory.blocks import RomBlock, StatusBlock
 

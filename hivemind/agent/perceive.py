@@ -11,7 +11,6 @@ import fnmatch
 import os
 import stat
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -25,7 +24,6 @@ from hivemind.hive.models import AgentConfig
 from hivemind.hive.paths import walk_below
 from hivemind.hive.tasks import TaskBoard, TaskRef
 from hivemind.memory.blocks import (
-    BlockT,
     BlockType,
     FileBlock,
     KnowledgeBlock,
@@ -34,7 +32,6 @@ from hivemind.memory.blocks import (
     RomBlock,
     StatusBlock,
     TaskBlock,
-    restamped,
     utcnow,
 )
 from hivemind.memory.manager import WorkingMemoryManager
@@ -106,13 +103,10 @@ def _relative(
 def task_block(hive: Hive, ref: TaskRef, location: str | None = None) -> TaskBlock:
     """The TASK block of an active task (`location`: `hive.relative(ref.path)`, if known)."""
     t = ref.task
-    where = hive.relative(ref.path) if location is None else location
-    key = (BlockType.TASK, t.id, t.title, where, t.project, tuple(t.depends_on), t.priority,
-           t.reply_to, t.domain, t.task_type, t.attempts)
-    return _stamped(key, lambda: TaskBlock(
+    return TaskBlock(
         task_id=t.id,
         title=t.title,
-        location=where,
+        location=hive.relative(ref.path) if location is None else location,
         project=t.project,
         dependencies=list(t.depends_on),
         status="active",
@@ -127,24 +121,7 @@ def task_block(hive: Hive, ref: TaskRef, location: str | None = None) -> TaskBlo
             }.items()
             if v
         },
-    ))
-
-
-# Blocks perceive makes every cycle, validated once per distinct set of arguments; each
-# cycle gets a copy stamped with the time (see `blocks.restamped`). Shared by all agents:
-# the templates themselves are never handed out.
-_templates: dict[tuple[Any, ...], Any] = {}
-
-
-def _stamped(key: tuple[Any, ...], make: Callable[[], BlockT], **values: Any) -> BlockT:
-    """`make()` as made now (with `values` for some fields): a stamped copy of the
-    template made by the same arguments (`key` names them all)."""
-    template: BlockT | None = _templates.get(key)
-    if template is None:
-        if len(_templates) > 4096:  # arguments of tasks long gone
-            _templates.clear()
-        template = _templates[key] = make()
-    return restamped(template, utcnow(), **values)
+    )
 
 
 def message_block(hive: Hive, agent: str, item: MailItem) -> MessageBlock:
@@ -201,8 +178,7 @@ def perceive(
     except OSError:
         rom_stat = None
     rom_location = _relative(hive, _plain_folder(hive, rom_path.parent), rom_path, rom_stat)
-    working.add(_stamped((BlockType.ROM, name, rom_location),
-                         lambda: RomBlock(agent=name, location=rom_location)))
+    working.add(RomBlock(agent=name, location=rom_location))
     keys = {f"rom:{'missing' if rom_stat is None else _version_key(rom_path, rom_stat)}"}
 
     listed = board.active_stats(name)
@@ -245,9 +221,8 @@ def perceive(
         watch_keys.add(f"watch:{rel}:{_stat_key(path)}")
 
     # The team goes into the system prompt (stable); the STATUS block keeps what changes.
-    working.add(_stamped(
-        (BlockType.STATUS, "hive"), lambda: StatusBlock(status_type="hive", value=None),
-        value={k: v for k, v in figures.items() if k != TEAM},
+    working.add(StatusBlock(
+        status_type="hive", value={k: v for k, v in figures.items() if k != TEAM}
     ))
     return Perception(active=active, unread=unread, input_keys=keys, watch_keys=watch_keys,
                       team=figures.get(TEAM) or [])

@@ -12,7 +12,7 @@ import json
 import math
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -91,6 +91,18 @@ class FileRef(BaseModel):
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
 
+def _set_default_id(block: BaseModel, value: str) -> None:
+    """Give a block made without an id its default one, from a model validator.
+
+    `block.id = value` there would validate the whole block a second time (assignment
+    is validated, and that runs the model validators again): a third of the cost of
+    every block. The value is a str made of validated fields, so setting it directly
+    leaves the block exactly as the assignment would (the field counts as set).
+    """
+    block.__dict__["id"] = value
+    block.__pydantic_fields_set__.add("id")
+
+
 class MemoryBlockBase(BaseModel):
     """Fields every block has (DESIGN §4)."""
 
@@ -134,7 +146,7 @@ class RomBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> RomBlock:
         if not self.id:
-            self.id = f"rom:{self.agent}"
+            _set_default_id(self, f"rom:{self.agent}")
         return self
 
     def source(self) -> FileRef:
@@ -157,7 +169,7 @@ class FileBlock(MemoryBlockBase):
     def _default_id(self) -> FileBlock:
         ref = self.source()  # validates the range
         if not self.id:
-            self.id = ref.label
+            _set_default_id(self, ref.label)
         return self
 
     def source(self) -> FileRef:
@@ -184,7 +196,7 @@ class StatusBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> StatusBlock:
         if not self.id:
-            self.id = f"status:{self.status_type}"
+            _set_default_id(self, f"status:{self.status_type}")
         return self
 
     def inline_content(self) -> str:
@@ -212,7 +224,7 @@ class TaskBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> TaskBlock:
         if not self.id:
-            self.id = f"task:{self.task_id}"
+            _set_default_id(self, f"task:{self.task_id}")
         return self
 
     def source(self) -> FileRef | None:
@@ -252,7 +264,7 @@ class MessageBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> MessageBlock:
         if not self.id:
-            self.id = f"msg:{self.full_path.rsplit('/', 1)[-1]}"
+            _set_default_id(self, f"msg:{self.full_path.rsplit('/', 1)[-1]}")
         return self
 
     def source(self) -> FileRef:
@@ -283,7 +295,7 @@ class KnowledgeBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> KnowledgeBlock:
         if not self.id:
-            self.id = self.location
+            _set_default_id(self, self.location)
         return self
 
     def source(self) -> FileRef:
@@ -311,7 +323,7 @@ class HistoryBlock(MemoryBlockBase):
     def _default_id(self) -> HistoryBlock:
         if not self.id:
             # Zero-padded so ids sort in the order the actions happened.
-            self.id = f"history:{next(_history_seq):09d}:{self.action}"
+            _set_default_id(self, f"history:{next(_history_seq):09d}:{self.action}")
         return self
 
     def inline_content(self) -> str:
@@ -336,7 +348,7 @@ class ContextBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> ContextBlock:
         if not self.id:
-            self.id = f"context:{self.context_type}"
+            _set_default_id(self, f"context:{self.context_type}")
         return self
 
     def inline_content(self) -> str:
@@ -425,22 +437,3 @@ def _same_value(x: Any, y: Any) -> bool:
         return bool(x == y) and x.utcoffset() == y.utcoffset()
     return False  # None and enum members are singletons: `is` already said yes
 
-
-BlockT = TypeVar("BlockT", bound=MemoryBlockBase)
-
-
-def restamped(block: BlockT, timestamp: datetime, **values: Any) -> BlockT:
-    """`block` made again at `timestamp`, with `values` for some fields (taken as they
-    are, as for an `Any` field): what its class makes of the same arguments, without
-    validating them again (a block validates twice: its default id is an assignment).
-
-    For copies of a template that is never handed out; dict and list fields are copied,
-    so two copies never share anything that could be changed in place.
-    """
-    new = block.__copy__()  # a shallow copy of the fields, the set fields and the rest
-    fields = new.__dict__
-    for key in [k for k, v in fields.items() if type(v) is dict or type(v) is list]:
-        fields[key] = fields[key].copy()
-    fields["timestamp"] = timestamp
-    fields.update(values)
-    return new

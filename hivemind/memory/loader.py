@@ -82,8 +82,11 @@ def _read(full: str) -> tuple[bytes, os.stat_result]:
         fst = os.fstat(fd)
         if stat.S_ISDIR(fst.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), full)
-        chunks = []
-        want = max(fst.st_size + 1, 4096)  # one read, and one more to see the end
+        want = max(fst.st_size + 1, 4096)
+        data = os.read(fd, want)
+        if len(data) == fst.st_size and stat.S_ISREG(fst.st_mode):
+            return data, fst  # all of it: a regular file reads short only at its end
+        chunks = [data]  # it grew since the fstat, or it is a pipe or the like
         while chunk := os.read(fd, want):
             chunks.append(chunk)
         return b"".join(chunks), fst
@@ -243,10 +246,10 @@ class ContentLoader:
         A small file (a task, a message, a note) reads in microseconds: a thread hop, or
         even a task on the event loop, costs more than the read.
         """
-        size = self._stat(self.resolve(path))
-        if size is None or size[1] > INLINE_READ_BYTES:
+        key = self._stat(self.resolve(path))
+        if key is None or key[1] > INLINE_READ_BYTES:
             return None
-        return self._load_sync(path, start_line, end_line)
+        return self._load_sync(path, start_line, end_line, key)
 
     def invalidate(self, path: str) -> None:
         """Forget the cached content of `path` (the next load re-reads it)."""
@@ -263,7 +266,11 @@ class ContentLoader:
             if full in self._cache:
                 self._cache.move_to_end(full)
 
-    def _load_sync(self, path: str, start: int | None, end: int | None) -> LoadedContent:
+    def _load_sync(
+        self, path: str, start: int | None, end: int | None, key: StatKey | None = None
+    ) -> LoadedContent:
+        """Load `path` (a range of it), reading it unless the cache holds it unchanged;
+        `key`: the file's stat, if the caller just took it."""
         full = self.resolve(path)
         with self._lock:
             if len(self._path_locks) > 10_000:  # a memo, not state: a rare double read at worst
@@ -271,21 +278,26 @@ class ContentLoader:
             plock = self._path_locks.setdefault(full, threading.Lock())
         # One reader per path: a whole-file block and a range of it share one read.
         with plock:
-            entry = self._entry_for(path, full)
+            entry = self._entry_for(path, full, key)
             if isinstance(entry, LoadedContent):
                 return entry
             if start is None or end is None:
                 return entry.whole
             return self._slice(entry, path, start, end)
 
-    def _entry_for(self, path: str, full: str) -> _Entry | LoadedContent:
-        try:
-            st = os.stat(full)
-        except FileNotFoundError:
-            return self._note(f"[file not found: {path}]", "missing")
-        except OSError as exc:
-            return self._note(f"[file unreadable: {path}: {exc.strerror or exc}]", "unreadable")
-        key = (st.st_mtime_ns, st.st_size)
+    def _entry_for(
+        self, path: str, full: str, key: StatKey | None = None
+    ) -> _Entry | LoadedContent:
+        if key is None:
+            try:
+                st = os.stat(full)
+            except FileNotFoundError:
+                return self._note(f"[file not found: {path}]", "missing")
+            except OSError as exc:
+                return self._note(
+                    f"[file unreadable: {path}: {exc.strerror or exc}]", "unreadable"
+                )
+            key = (st.st_mtime_ns, st.st_size)
         entry = self._cache.get(full)
         if entry is not None and entry.key == key:
             return entry

@@ -369,15 +369,15 @@ class MemorySelector:
     def _estimates(self, lay: _Layout) -> list[int]:
         """Tokens of each live block: inline counts, or one estimate per file and range."""
         at, generation = lay.stat_at
+        stats: dict[str, StatKey | None] = {}  # this call's stats: each file's taken once
         if time.monotonic() - at >= self.stat_ttl or generation != self.loader.generation:
             lay.stat_at = (time.monotonic(), self.loader.generation)
-            self._restat(lay.paths)
+            self._restat(lay.paths, stats)
         if lay.ns_version == self._known_version:
             return lay.ns
         known = self._known
         if not known.keys() >= set(lay.keys):  # new files or ranges: estimate each once
-            self._restat(lay.paths - self._files.keys())
-            stats: dict[str, StatKey | None] = {}
+            self._restat(lay.paths - self._files.keys(), stats)
             for f in lay.live:
                 key, loc = f.key, f.loc
                 if key is not None and key not in known and loc is not None:
@@ -390,11 +390,12 @@ class MemorySelector:
         lay.tokens = dict(zip(lay.ids, lay.ns, strict=True))
         return lay.ns
 
-    def _restat(self, paths: set[str]) -> None:
-        """Stat `paths` (one stat each); forget the estimates of files that changed."""
+    def _restat(self, paths: set[str], stats: dict[str, StatKey | None]) -> None:
+        """Stat `paths` (one stat each, kept in `stats`); forget the estimates of files
+        that changed."""
         files, known = self._files, self._known
         changed = False
-        for path, version in self.loader.versions(paths).items():
+        for path, version in self.loader.versions(paths, stats).items():
             memo = files.get(path)
             if memo is None:
                 files[path] = (version, {})

@@ -48,9 +48,9 @@ PIECEWISE_MAX_CHARS = 4096
 _PIECE_CACHE_CHARS = 4 * 1024 * 1024
 
 
-def _run_tokens(digits: str) -> int:
-    """Tokens of a run of ASCII digits: cl100k has one token for every 1-3 digit string."""
-    return (len(digits) + 2) // 3
+# Tokens of a run of ASCII digits by its length: cl100k has one token for every 1-3
+# digit string, and the pre-tokenizer cuts a run in threes.
+_RUN_TOKENS = tuple((n + 2) // 3 for n in range(PIECEWISE_MAX_CHARS + 1))
 
 
 def _encoding(name: str) -> Any:
@@ -169,8 +169,7 @@ class TokenCounter:
                         n = known[piece] = len(enc.encode_ordinary(piece))
                         self._piece_chars += len(piece)
                     counts[i] = n
-        # Every 1-3 digit string is one token, and a run is cut in threes.
-        return sum(cast(list[int], counts)) + sum(map(_run_tokens, runs))
+        return sum(cast(list[int], counts)) + sum(map(_RUN_TOKENS.__getitem__, map(len, runs)))
 
     def __len__(self) -> int:
         return len(self._cache)
