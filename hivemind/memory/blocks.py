@@ -22,6 +22,9 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+# `json.dumps(value, sort_keys=True, default=str)`, without a new encoder per call.
+_VALUE_JSON = json.JSONEncoder(sort_keys=True, default=str).encode
+
 # History ids must be unique within a process even for identical actions.
 _history_seq = itertools.count(1)
 
@@ -202,7 +205,7 @@ class StatusBlock(MemoryBlockBase):
     def inline_content(self) -> str:
         if isinstance(self.value, str):
             return self.value
-        return json.dumps(self.value, sort_keys=True, default=str)
+        return _VALUE_JSON(self.value)
 
     def type_metadata(self) -> dict[str, Any]:
         return {"status_type": self.status_type}

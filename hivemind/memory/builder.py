@@ -23,8 +23,11 @@ from hivemind.memory.blocks import (
     CONTEXT_ORDER,
     STABLE_TYPES,
     AnyBlock,
+    ContextBlock,
     FileRef,
+    HistoryBlock,
     Priority,
+    TaskBlock,
     same_but_timestamp,
 )
 from hivemind.memory.compressor import MemoryCompressor
@@ -33,6 +36,9 @@ from hivemind.memory.selector import Dropped, Selection, block_location
 from hivemind.memory.tokens import TokenCounter
 
 _ORDER = {t: i for i, t in enumerate(CONTEXT_ORDER)}
+# Inline blocks whose text is made of str fields only: the same field dict, the same
+# text (a STATUS block's value may be a dict changed in place: its text is compared).
+_TEXT_OF_STR_FIELDS = frozenset({HistoryBlock, ContextBlock, TaskBlock})
 _STABLE = frozenset(STABLE_TYPES)
 _ESCAPED_CACHE_BYTES = 64 * 1024 * 1024
 
@@ -205,10 +211,15 @@ class ContextBuilder:
 
     def _part(self, block: AnyBlock, loaded: LoadedContent | None) -> _Part:
         """The entry of `block`; reused while the block and its content are unchanged."""
-        source: LoadedContent | str = block.inline_content() if loaded is None else loaded
         part = self._parts.get(id(block))
         # Pydantic gives a block a new __dict__ on every assignment; the loader returns
         # the same LoadedContent object while the file is unchanged.
+        if part is not None and part.dict is block.__dict__:
+            if loaded is not None and part.source is loaded:
+                return part
+            if loaded is None and type(block) in _TEXT_OF_STR_FIELDS:
+                return part  # its text is made of str fields: unchanged with the fields
+        source: LoadedContent | str = block.inline_content() if loaded is None else loaded
         if part is not None and part.dict is block.__dict__ and (
             part.source is source or (loaded is None and part.source == source)
         ):

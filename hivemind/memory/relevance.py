@@ -12,7 +12,18 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hivemind.memory.blocks import AnyBlock, utcnow
+from hivemind.memory.blocks import (
+    AnyBlock,
+    ContextBlock,
+    FileBlock,
+    HistoryBlock,
+    KnowledgeBlock,
+    MessageBlock,
+    RomBlock,
+    StatusBlock,
+    TaskBlock,
+    utcnow,
+)
 
 _WORD = re.compile(r"[^\W_]{2,}", re.UNICODE)
 
@@ -145,6 +156,13 @@ def epoch_seconds(ts: datetime) -> float:
 
 def file_of(block: AnyBlock) -> str | None:
     """The file a block stands for, as recent files are named (None: no file)."""
+    # The known types first: asking a pydantic model for a field it lacks raises inside.
+    if isinstance(block, FileBlock | RomBlock | KnowledgeBlock | TaskBlock):
+        return block.location or None
+    if isinstance(block, MessageBlock):
+        return block.full_path or None
+    if isinstance(block, StatusBlock | HistoryBlock | ContextBlock):
+        return None
     path = getattr(block, "location", None) or getattr(block, "full_path", None)
     return path if isinstance(path, str) else None
 

@@ -65,6 +65,9 @@ _TYPE_EXTRA: dict[type, int] = {
 
 Location = tuple[str, int | None, int | None]
 
+# `json.dumps(metadata, default=str)`, without a new encoder per call.
+_METADATA_JSON = json.JSONEncoder(default=str).encode
+
 
 @dataclass(slots=True)
 class Dropped:
@@ -103,6 +106,8 @@ class Selection:
 
 def block_location(block: AnyBlock) -> Location | None:
     """(path, start, end) of a file-backed block without building a FileRef (hot path)."""
+    if type(block) in _INLINE_TYPES:  # most blocks are history: answer them first
+        return None
     if isinstance(block, FileBlock):
         return (block.location, block.start_line, block.end_line)
     if isinstance(block, RomBlock | KnowledgeBlock):
@@ -115,6 +120,9 @@ def block_location(block: AnyBlock) -> Location | None:
         return None
     ref = block.source()  # a block type added later
     return None if ref is None else (ref.path, ref.start_line, ref.end_line)
+
+
+_INLINE_TYPES = frozenset({StatusBlock, HistoryBlock, ContextBlock})
 
 
 class _Facts:
@@ -508,5 +516,5 @@ def _envelope(block: AnyBlock, path_chars: int) -> int:
     elif isinstance(block, ContextBlock):
         n += 4 * len(block.related_ids)
     if block.metadata:
-        n += len(json.dumps(block.metadata, default=str)) // 3
+        n += len(_METADATA_JSON(block.metadata)) // 3
     return n

