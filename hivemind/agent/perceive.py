@@ -10,7 +10,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-import weakref
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -57,11 +56,13 @@ class Perception:
         return bool(self.active or self.unread)
 
 
-# The KNOWLEDGE blocks perceive put in each working memory, by id: (note, block, the
-# block's field dict when made). Kept beside the memory, not in it, and gone with it.
-_notes_made: weakref.WeakKeyDictionary[
-    WorkingMemoryManager, dict[str, tuple[Note, KnowledgeBlock, dict[str, Any]]]
-] = weakref.WeakKeyDictionary()
+# Where perceive keeps, in each working memory's `scratch`, the KNOWLEDGE blocks it made
+# there, by id: (note, block, the block's field dict when made).
+_NOTES_MADE = "perceive.notes"
+NotesMade = dict[str, tuple[Note, KnowledgeBlock, dict[str, Any]]]
+
+# (hive root, agent) -> (the ROM's path, its folder): plain path work, done once.
+_rom_paths: dict[tuple[str, str], tuple[Path, Path]] = {}
 
 
 def _stat_key(path: Path) -> str:
@@ -77,6 +78,18 @@ def _version_key(path: Path, lst: os.stat_result) -> str:
     if stat.S_ISLNK(lst.st_mode):
         return _stat_key(path)
     return f"{lst.st_mtime_ns}:{lst.st_size}"
+
+
+def _rom_path(hive: Hive, name: str) -> tuple[Path, Path]:
+    """`hive.rom_path(name)` and its folder, made once per hive and agent."""
+    key = (os.fspath(hive.root), name)
+    found = _rom_paths.get(key)
+    if found is None:
+        if len(_rom_paths) > 4096:
+            _rom_paths.clear()
+        path = hive.rom_path(name)
+        found = _rom_paths[key] = (path, path.parent)
+    return found
 
 
 def _plain_folder(hive: Hive, folder: Path) -> str | None:
@@ -172,12 +185,12 @@ def perceive(
 ) -> Perception:
     """Bring `working` in line with the disk; return the actionable inputs."""
     name = config.name
-    rom_path = hive.rom_path(name)
+    rom_path, rom_folder = _rom_path(hive, name)
     try:
         rom_stat: os.stat_result | None = os.lstat(rom_path)
     except OSError:
         rom_stat = None
-    rom_location = _relative(hive, _plain_folder(hive, rom_path.parent), rom_path, rom_stat)
+    rom_location = _relative(hive, _plain_folder(hive, rom_folder), rom_path, rom_stat)
     working.add(RomBlock(agent=name, location=rom_location))
     keys = {f"rom:{'missing' if rom_stat is None else _version_key(rom_path, rom_stat)}"}
 
@@ -236,8 +249,8 @@ def _sync_knowledge(working: WorkingMemoryManager, notes: list[Note]) -> None:
     for block in working.by_type(BlockType.KNOWLEDGE):
         if block.id not in wanted:
             working.remove(block.id)
-    made = _notes_made.get(working) or {}
-    now: dict[str, tuple[Note, KnowledgeBlock, dict[str, Any]]] = {}
+    made: NotesMade = working.scratch.get(_NOTES_MADE) or {}
+    now: NotesMade = {}
     for note in notes:
         kept = made.get(note.location)
         if (
@@ -252,7 +265,7 @@ def _sync_knowledge(working: WorkingMemoryManager, notes: list[Note]) -> None:
         kb = note_block(note)
         working.add(kb)
         now[note.location] = (note, kb, kb.__dict__)
-    _notes_made[working] = now
+    working.scratch[_NOTES_MADE] = now
 
 
 def matches_any(path: str, globs: list[str]) -> bool:

@@ -23,6 +23,7 @@ from hivemind.memory.blocks import (
     CONTEXT_ORDER,
     STABLE_TYPES,
     AnyBlock,
+    BlockType,
     ContextBlock,
     FileRef,
     HistoryBlock,
@@ -36,6 +37,8 @@ from hivemind.memory.selector import Dropped, Selection, block_location
 from hivemind.memory.tokens import TokenCounter
 
 _ORDER = {t: i for i, t in enumerate(CONTEXT_ORDER)}
+_TYPE_NAMES = {t: t.value for t in BlockType}  # an enum's .value is a property call
+_PRIORITY_NAMES = {p: p.name.lower() for p in Priority}
 # Inline blocks whose text is made of str fields only: the same field dict, the same
 # text (a STATUS block's value may be a dict changed in place: its text is compared).
 _TEXT_OF_STR_FIELDS = frozenset({HistoryBlock, ContextBlock, TaskBlock})
@@ -156,7 +159,8 @@ class ContextBuilder:
         self._escaped: OrderedDict[str, str] = OrderedDict()
         self._escaped_bytes = 0
         self._compressed: dict[tuple[str, str], tuple[str, str, int]] = {}
-        self._small: dict[str, int] = {}
+        self._small: dict[str, int] = {}  # inline texts, counted as JSON strings
+        self._small_raw: dict[str, int] = {}  # envelopes, counted as they are
         self._parts: dict[int, _Part] = {}
         self._latest: dict[str, _Part] = {}  # the last rendering per block id
 
@@ -267,7 +271,7 @@ class ContextBuilder:
         if escaped is None:
             escaped = self._escape(text, digest)
         stamp: str | None = _stamp(block)
-        meta: dict[str, Any] = {"type": block.type.value, "timestamp": stamp}
+        meta: dict[str, Any] = {"type": _TYPE_NAMES[block.type], "timestamp": stamp}
         meta.update(block.metadata)
         meta.update(block.type_metadata())
         if meta["timestamp"] is not stamp:  # the metadata has a timestamp of its own
@@ -276,7 +280,7 @@ class ContextBuilder:
             meta["note"] = note
         tail = {
             "confidence": block.confidence,
-            "priority": block.priority.name.lower(),
+            "priority": _PRIORITY_NAMES[block.priority],
             "metadata": meta,
         }
         head = '{"id":' + _dumps_str(block.id) + ',"content":'
@@ -295,14 +299,15 @@ class ContextBuilder:
         )
 
     def _small_count(self, text: str, raw: bool = False) -> int:
-        key = ("r" if raw else "j") + text
-        n = self._small.get(key)
+        """Tokens of a short text (raw: as is, else as a JSON string), memoised by text."""
+        memo = self._small_raw if raw else self._small
+        n = memo.get(text)
         if n is None:
-            if len(self._small) > 100_000:
-                self._small.clear()
+            if len(memo) > 100_000:
+                memo.clear()
             # An envelope names its block and time: the counter's own cache would only churn.
             counter = self.counter
-            n = self._small[key] = counter.count_once(text) if raw else counter.count_json(text)
+            n = memo[text] = counter.count_once(text) if raw else counter.count_json(text)
         return n
 
     def _escape(self, text: str, digest: str | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from hivemind.memory.blocks import AnyBlock, BlockType
 
@@ -16,6 +17,9 @@ class WorkingMemoryManager:
         # The same blocks per type, in the order of `_blocks`: perceive asks for one type
         # at a time, several times a cycle, while history makes up most of the memory.
         self._typed: dict[BlockType, dict[str, AnyBlock]] = {}
+        # Bookkeeping of the code that fills this memory (perceive keeps which blocks it
+        # made here), by that code's own key; lives and dies with the memory.
+        self.scratch: dict[str, Any] = {}
 
     def add(self, block: AnyBlock) -> None:
         """Add `block`; a block with the same id is replaced."""

@@ -7,7 +7,7 @@ with the task's keywords, ×1.5 for recently used files, capped at 1.0.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -113,17 +113,29 @@ class RelevanceScorer:
         return words
 
     def boost_for(self, words: frozenset[str], path: str | None) -> float:
-        """`boost` of a block with these keywords and this file (see `file_of`): callers
-        that score the same blocks for task after task keep both."""
+        """`boost` of a block with these keywords and this file (see `file_of`)."""
+        return self.boosts([words], [path])[0]
+
+    def boosts(
+        self, words: Sequence[frozenset[str]], paths: Sequence[str | None]
+    ) -> list[float]:
+        """`boost_for` of many blocks at once: callers that score the same blocks task
+        after task keep their keywords and files, and the set work runs in bulk."""
         w = self.weights
-        factor = 1.0
-        if self.task_keywords:
-            overlap = len(self.task_keywords & words)
-            if overlap:
-                factor = 1.0 + w.keyword_boost * overlap
-        if path is not None and path in self.recent_files:
-            factor *= w.recent_file_boost
-        return factor
+        task = self.task_keywords
+        if task:
+            per = w.keyword_boost
+            factors = [1.0 + per * n if n else 1.0 for n in map(len, map(task.__and__, words))]
+        else:
+            factors = [1.0] * len(words)
+        recent = self.recent_files
+        if recent:
+            times = w.recent_file_boost
+            factors = [
+                f * times if p is not None and p in recent else f
+                for f, p in zip(factors, paths, strict=True)
+            ]
+        return factors
 
     def combine(self, confidence: float, age_seconds: float, boost: float) -> float:
         """confidence × boost × recency(age), capped: the formula `score` applies."""

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import compress, count, repeat
-from operator import add, attrgetter, eq, is_, le, neg
+from operator import add, attrgetter, eq, is_, le, mul, neg
 from typing import Any, cast
 
 from hivemind.errors import CriticalOverBudgetError
@@ -135,11 +135,13 @@ class _Facts:
     """
 
     __slots__ = (
-        "base", "block", "dict", "drop", "drop_tail", "expiry", "file", "gen", "id", "key",
-        "loc", "path", "tier", "ts", "weight", "words",
+        "base", "block", "conf", "dict", "drop", "drop_tail", "expiry", "file", "id", "key",
+        "loc", "path", "tier", "ts", "words",
     )
 
-    def __init__(self, block: AnyBlock, loc: Location | None, base: int) -> None:
+    def __init__(
+        self, block: AnyBlock, loc: Location | None, base: int, scorer: RelevanceScorer
+    ) -> None:
         self.block = block
         self.dict = block.__dict__
         self.id = block.id
@@ -153,12 +155,11 @@ class _Facts:
         self.tier = _TIER_INDEX[block.priority]
         self.ts = epoch_seconds(block.timestamp)
         self.expiry = math.inf if block.expiry is None else epoch_seconds(block.expiry)
-        self.gen = -1
-        self.weight = 0.0  # confidence × relevance boost, valid for scorer generation `gen`
+        self.conf = block.confidence
         self.drop: Dropped | None = None  # the last record of dropping this block
         self.drop_tail = ""
-        self.words: frozenset[str] | None = None  # keywords and file for relevance, once
-        self.file: str | None = None
+        self.words = scorer.words(block)  # what relevance needs, whatever the task
+        self.file = file_of(block)
 
     def restamped(self, block: AnyBlock) -> _Facts:
         """These facts for `block`, whose fields are these but for its timestamp: only
@@ -167,7 +168,7 @@ class _Facts:
         f.block, f.dict, f.id = block, block.__dict__, self.id
         f.loc, f.path, f.key, f.base, f.tier = self.loc, self.path, self.key, self.base, self.tier
         f.ts = epoch_seconds(block.timestamp)
-        f.expiry, f.gen, f.weight = self.expiry, self.gen, self.weight
+        f.expiry, f.conf = self.expiry, self.conf
         f.drop, f.drop_tail = None, ""
         f.words, f.file = self.words, self.file
         return f
@@ -177,6 +178,7 @@ class _Facts:
 _TIER_INDEX = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.MEDIUM: 2, Priority.LOW: 3}
 _f_id, _f_key, _f_base = (attrgetter(a) for a in ("id", "key", "base"))
 _f_expiry, _f_ts, _f_tier, _f_path = (attrgetter(a) for a in ("expiry", "ts", "tier", "path"))
+_f_words, _f_file, _f_conf = (attrgetter(a) for a in ("words", "file", "conf"))
 
 
 class _Layout:
@@ -192,7 +194,8 @@ class _Layout:
         self.facts = facts  # every block, expired included
         self.live = live
         self.timestamps: list[float] = list(map(_f_ts, live))
-        self.weights: tuple[int, float, list[float]] = (-1, 0.0, [])  # (generation, scale, w×s)
+        # (scorer generation, scale, weight × scale, weight); weight = confidence × boost
+        self.weights: tuple[int, float, list[float], list[float]] = (-1, 0.0, [], [])
         self.min_expiry = min(map(_f_expiry, facts), default=math.inf)
         self.ids: list[str] = list(map(_f_id, live))
         self.keys: list[str | None] = list(map(_f_key, live))
@@ -253,7 +256,6 @@ class MemorySelector:
         self._files: dict[str, tuple[tuple[Any, ...], dict[str, int]]] = {}
         self._known: dict[str | None, int] = {None: 0}
         self._known_version = 0  # bumped whenever _known changes
-        self._scored_gen = -1  # scorer generation every fact's weight was computed for
         self._sizes: deque[tuple[int, int]] = deque(maxlen=32)  # recent (blocks, files)
 
     # -- estimates -----------------------------------------------------------
@@ -275,7 +277,6 @@ class MemorySelector:
         return self._capped(block, self.counter.count_json(block.inline_content()))
 
     def _learn(self, block: AnyBlock) -> _Facts:
-        self._scored_gen = -1  # a new fact may have no weight (for this generation) yet
         prev = self._latest.get(block.id)
         if (
             prev is not None
@@ -285,10 +286,11 @@ class MemorySelector:
             f = prev.restamped(block)
         else:
             loc = block_location(block)
+            scorer = self.scorer
             if loc is None:
-                f = _Facts(block, None, self._inline_tokens(block) + _envelope(block, 0))
+                f = _Facts(block, None, self._inline_tokens(block) + _envelope(block, 0), scorer)
             else:
-                f = _Facts(block, loc, _envelope(block, len(loc[0])))
+                f = _Facts(block, loc, _envelope(block, len(loc[0])), scorer)
         self._latest[block.id] = f
         return f
 
@@ -424,20 +426,15 @@ class MemorySelector:
         """The relevance of every live block at `now_s` (scorer.score, computed in bulk)."""
         scorer = self.scorer
         gen, scale = scorer.generation, scorer.recency_seconds
-        if self._scored_gen != gen:
-            boost_for = scorer.boost_for
-            for f in lay.live:
-                if f.gen != gen:
-                    if f.words is None:
-                        f.words, f.file = scorer.words(f.block), file_of(f.block)
-                    f.weight = f.block.confidence * boost_for(f.words, f.file)
-                    f.gen = gen
-            self._scored_gen = gen
         if lay.weights[0] != gen or lay.weights[1] != scale:
-            lay.weights = (gen, scale, [f.weight * scale for f in lay.live])
+            live = lay.live
+            boosts = scorer.boosts(list(map(_f_words, live)), list(map(_f_file, live)))
+            weights = list(map(mul, map(_f_conf, live), boosts))
+            lay.weights = (gen, scale, [w * scale for w in weights], weights)
         cap = scorer.weights.cap
         if lay.timestamps and max(lay.timestamps) >= now_s:  # a block from the future
-            return [scorer.combine(f.weight, now_s - f.ts, 1.0) for f in lay.live]
+            return [scorer.combine(w, now_s - t, 1.0)
+                    for w, t in zip(lay.weights[3], lay.timestamps, strict=True)]
         # weight × scale / (scale + age): the same float operations as scorer.combine.
         pairs = zip(lay.weights[2], lay.timestamps, strict=True)
         if cap is None:
