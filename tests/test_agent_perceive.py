@@ -9,7 +9,7 @@ from pathlib import Path
 from hivemind.agent.perceive import _stat_key, perceive
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
-from hivemind.hive.mailbox import Mailbox
+from hivemind.hive.mailbox import Mailbox, MailItem
 from hivemind.hive.models import AgentConfig
 from hivemind.hive.tasks import TaskBoard, TaskRef
 from hivemind.memory.blocks import BlockType, KnowledgeBlock, TaskBlock
@@ -243,3 +243,37 @@ def test_perceived_blocks_are_what_their_classes_make_of_the_same_arguments(
     again = agent.working.get("task:t1")
     assert isinstance(again, TaskBlock)
     assert "scribble" not in again.metadata and again.dependencies == []
+
+
+def test_read_mail_is_named_as_its_block_would_be_before_any_block_is_made(
+    hive: Hive,
+) -> None:
+    from hivemind.agent.perceive import _message_id, message_block
+    from hivemind.hive.mailbox import PostOffice
+
+    write_agent(hive, AGENT)
+    post = PostOffice(hive)
+    agent = Perceiver(hive)
+    for subject in ("one", "two"):
+        post.send("human", AGENT, subject, "Count the bees.")
+    for item in agent.mailbox.unread():
+        agent.mailbox.mark_read(item)
+    items = agent.mailbox.read_items(10)
+    assert len(items) == 2
+    for item in items:
+        assert _message_id(hive, item) == message_block(hive, AGENT, item).id
+    agent.run()
+    assert {b.id for b in agent.working.by_type(BlockType.MESSAGE)} == {
+        message_block(hive, AGENT, i).id for i in items
+    }
+    # The mailbox lists no symlinks, but the id must still follow Hive.relative for one
+    # (it resolves the file, and so its name), and for a file gone meanwhile.
+    target = hive.workspace_dir / "kept-message.md"
+    target.write_text(items[0].path.read_text())
+    link = items[0].path.with_name("link.md")
+    link.symlink_to(target)
+    linked = MailItem(items[0].message, link, read=True)
+    assert _message_id(hive, linked) == message_block(hive, AGENT, linked).id
+    assert _message_id(hive, linked) == "msg:kept-message.md"
+    gone = MailItem(items[0].message, link.with_name("gone.md"), read=True)
+    assert _message_id(hive, gone) == message_block(hive, AGENT, gone).id == "msg:gone.md"

@@ -124,6 +124,8 @@ def perceived(working: WorkingMemoryManager) -> list[tuple[str, str, dict[str, A
         fields = block.model_dump()
         if block.type in STAMPED:
             del fields["timestamp"]
+        if block.type is BlockType.MESSAGE:
+            del fields["expiry"]  # read mail: perception time + READ_MAIL_TTL
         rows.append((block.type.value, block.id, fields))
     return rows
 
@@ -228,6 +230,13 @@ def changes(hive: Hive, agent: CachedAgent) -> list[tuple[str, Callable[[], obje
         agent.working.add(ContextBlock(id="context:flags", context_type="flags",
                                        summary="Flags.", timestamp=NOW, **fields))
 
+    def mail(subject: str) -> None:
+        agent.services.post.send("human", AGENT, subject, f"About {subject}: count the bees.")
+
+    def read_all() -> None:
+        for item in agent.agent.mailbox.unread():
+            agent.agent.mailbox.mark_read(item)
+
     def task_file() -> None:
         path = next(r.path for r in board.active(AGENT) if r.id == "beta")
         edit(path, "---\nid: beta\n---\n# beta\n\nSummarise the beta report, twice.\n" * 3)
@@ -247,6 +256,10 @@ def changes(hive: Hive, agent: CachedAgent) -> list[tuple[str, Callable[[], obje
          or agent.working.update_confidence("knowledge/style.md", 0.3)),
         ("the figures changed", lambda: agent.figures.update({"tasks": {"pending": 2}})),
         ("a task file edited", task_file),
+        ("mail arrives", lambda: mail("bees")),
+        ("more mail", lambda: mail("hives")),
+        ("the mail is read", read_all),
+        ("read mail and new mail", lambda: mail("queens")),
         ("a file in view edited", lambda: edit(
             hive.workspace_dir / "notes.md", "Bees: 4 hives, one new.\n")),
         ("history re-prioritised", reprioritise),

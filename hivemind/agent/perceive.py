@@ -156,6 +156,20 @@ def message_block(hive: Hive, agent: str, item: MailItem) -> MessageBlock:
     return block
 
 
+def _message_id(hive: Hive, item: MailItem) -> str:
+    """`message_block(...).id` without making the block: `msg:` and the name of the file
+    as `hive.relative` gives it, which is the file's own name unless it is a symlink
+    (resolving a folder on the way keeps the name)."""
+    name = item.path.name
+    try:
+        plain = name not in ("", ".", "..") and not stat.S_ISLNK(os.lstat(item.path).st_mode)
+    except OSError:
+        plain = True  # nothing to resolve: Hive.relative keeps the path as it is
+    if not plain:
+        name = hive.relative(item.path).rsplit("/", 1)[-1]
+    return f"msg:{name}"
+
+
 def watched_files(hive: Hive, globs: list[str]) -> list[Path]:
     """Files of the hive matching the ROM's `watch` globs (never runtime state)."""
     if not globs:
@@ -219,9 +233,10 @@ def perceive(
         if isinstance(block, MessageBlock) and not block.read and block.id not in unread_ids:
             working.remove(block.id)
     for item in mailbox.read_items(READ_MAIL_KEPT):
-        block = message_block(hive, name, item)
-        if block.id not in unread_ids and block.id not in working:
-            working.add(block)
+        # Most read mail is in view already: its id decides, before any block is made.
+        bid = _message_id(hive, item)
+        if bid not in unread_ids and bid not in working:
+            working.add(message_block(hive, name, item))
 
     knowledge.refresh()
     _sync_knowledge(working, knowledge.selected(config.knowledge or None))
