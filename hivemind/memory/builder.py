@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from json.encoder import encode_basestring
+from operator import attrgetter
 from typing import Any
 
 from hivemind.errors import CriticalOverBudgetError
@@ -42,7 +43,7 @@ _PRIORITY_NAMES = {p: p.name.lower() for p in Priority}
 # Inline blocks whose text is made of str fields only: the same field dict, the same
 # text (a STATUS block's value may be a dict changed in place: its text is compared).
 _TEXT_OF_STR_FIELDS = frozenset({HistoryBlock, ContextBlock, TaskBlock})
-_STABLE = frozenset(STABLE_TYPES)
+_STABLE_RANKS = frozenset(_ORDER[t] for t in STABLE_TYPES)  # ranks of the stable types
 _ESCAPED_CACHE_BYTES = 64 * 1024 * 1024
 
 
@@ -143,6 +144,11 @@ class _Part:
                      self.order, block.__dict__, self.stamp)
 
 
+_order_of, _tokens_of, _entry_of, _encoded_of = (
+    attrgetter(a) for a in ("order", "tokens", "entry", "encoded")
+)
+
+
 class ContextBuilder:
     """Loads the kept blocks and renders them as the JSON context, within the hard budget."""
 
@@ -180,17 +186,17 @@ class ContextBuilder:
         if len(self._latest) > 2 * len(parts) + 1024:
             self._latest = {p.block.id: p for p in parts}
         parts, late = self._enforce(parts, selection, budget)
-        parts.sort(key=lambda p: p.order)
-        stable_count = sum(1 for p in parts if p.block.type in _STABLE)
-        notes = {p.block.id: p.note for p in parts if p.note is not None}
+        parts.sort(key=_order_of)
+        orders = list(map(_order_of, parts))  # (type rank, id)
+        tokens = list(map(_tokens_of, parts))
         return BuiltContext(
-            entries=[p.entry for p in parts],
-            stable_count=stable_count,
-            tokens=sum(p.tokens for p in parts) + 2,  # the array's brackets
+            entries=list(map(_entry_of, parts)),
+            stable_count=sum(1 for rank, _ in orders if rank in _STABLE_RANKS),
+            tokens=sum(tokens) + 2,  # the array's brackets
             dropped=late,
-            notes=notes,
-            token_counts={p.block.id: p.tokens for p in parts},
-            _encoded=[p.encoded for p in parts],
+            notes={p.order[1]: p.note for p in parts if p.note is not None},
+            token_counts={bid: n for (_, bid), n in zip(orders, tokens, strict=True)},
+            _encoded=list(map(_encoded_of, parts)),
         )
 
     async def _load(self, blocks: list[AnyBlock]) -> dict[str, LoadedContent]:
