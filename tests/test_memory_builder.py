@@ -253,3 +253,25 @@ async def test_expired_blocks_never_reach_the_context(root: Path) -> None:
     built = await Engine(root).build([stale])
     assert built.entries == []
     assert built.to_json() == "[]"
+
+
+async def test_entry_timestamps_are_the_blocks_times_to_the_second(root: Path) -> None:
+    # UTC times are rendered from a memo keyed by the second: every field of the time
+    # must count, and other zones and naive times render as isoformat does.
+    from datetime import timezone
+
+    base = datetime(2026, 3, 4, 5, 6, 7, 890_000, tzinfo=UTC)
+    times = [base + timedelta(seconds=s) for s in (0, 1, 60, 3600, 86_400, 31 * 86_400)]
+    times += [base + timedelta(days=366), base.replace(year=2027)]
+    times += [base.astimezone(timezone(timedelta(hours=2))), base.replace(tzinfo=None)]
+    engine = Engine(root)
+    for _ in range(2):
+        blocks: list[AnyBlock] = [
+            HistoryBlock(id=f"history:{i}", action="wait", timestamp=t)
+            for i, t in enumerate(times)
+        ]
+        built = await engine.build(blocks)
+        shown = {e["id"]: e["metadata"]["timestamp"] for e in built.entries}
+        assert shown == {
+            f"history:{i}": t.isoformat(timespec="seconds") for i, t in enumerate(times)
+        }

@@ -178,3 +178,22 @@ def test_a_data_file_is_estimated_at_the_dense_rate(
 
 def test_estimate_of_a_missing_file_is_small(loader: ContentLoader) -> None:
     assert 0 < loader.estimate(FileRef(path="ghost.md")) < 50
+
+
+async def test_load_small_reads_small_files_in_place_and_leaves_the_rest_to_load(
+    loader: ContentLoader, tmp_path: Path
+) -> None:
+    from hivemind.memory.loader import INLINE_READ_BYTES
+
+    (tmp_path / "small.md").write_text("line 1\nline 2\nline 3\n")
+    (tmp_path / "big.md").write_text("x" * (INLINE_READ_BYTES + 1))
+    small = loader.load_small("small.md")
+    assert small is not None and small.text == "line 1\nline 2\nline 3\n"
+    assert await loader.load(FileRef(path="small.md")) is small  # the cached object
+    part = loader.load_small("small.md", 2, 3)
+    assert part is not None and part.text == "line 2\nline 3\n"
+    assert loader.load_small("big.md") is None  # read in a thread by load
+    assert loader.load_small("missing.md") is None
+    big = await loader.load(FileRef(path="big.md"))
+    assert big.text == "x" * (INLINE_READ_BYTES + 1)
+    assert loader.bytes_read == len("line 1\nline 2\nline 3\n") + INLINE_READ_BYTES + 1

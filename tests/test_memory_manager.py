@@ -79,3 +79,33 @@ def test_blocks_keep_insertion_order_and_are_a_copy() -> None:
     assert [b.id for b in listed] == ["c.py", "a.py", "b.py"]
     listed.clear()
     assert len(manager) == 3
+
+
+def _by_type_scan(manager: WorkingMemoryManager, block_type: BlockType) -> list[str]:
+    """What by_type must equal: the blocks of that type in the order of blocks()."""
+    return [b.id for b in manager.blocks() if b.type is block_type]
+
+
+def test_by_type_follows_the_order_of_blocks_through_replacements_and_type_changes() -> None:
+    from hivemind.memory.blocks import KnowledgeBlock
+
+    manager = WorkingMemoryManager()
+    manager.add(FileBlock(location="knowledge/b.md"))
+    manager.add(KnowledgeBlock(topic="a", location="knowledge/a.md"))
+    manager.add(FileBlock(location="src/x.py"))
+    manager.add(KnowledgeBlock(topic="c", location="knowledge/c.md"))
+    # read_file of a note replaces its KNOWLEDGE block by a FILE block of the same id,
+    # and the next perceive puts the KNOWLEDGE block back: the id keeps its first place.
+    manager.add(KnowledgeBlock(topic="b", location="knowledge/b.md"))
+    manager.add(FileBlock(location="knowledge/c.md"))
+    manager.add(FileBlock(location="src/x.py", priority=Priority.HIGH))
+    for kind in BlockType:
+        assert [b.id for b in manager.by_type(kind)] == _by_type_scan(manager, kind)
+    assert [b.id for b in manager.by_type(BlockType.KNOWLEDGE)] == [
+        "knowledge/b.md", "knowledge/a.md"
+    ]
+    manager.remove("knowledge/b.md")
+    assert manager.clear(BlockType.FILE) == 2
+    for kind in BlockType:
+        assert [b.id for b in manager.by_type(kind)] == _by_type_scan(manager, kind)
+    assert [b.id for b in manager.blocks()] == ["knowledge/a.md"]

@@ -84,3 +84,29 @@ def test_only_a_real_change_bumps_the_generation() -> None:
     s.set_recent_files(["a.py"])
     s.weights = RelevanceWeights(cap=None)
     assert s.generation == before + 3
+
+
+def test_file_of_names_the_file_as_the_generic_lookup_would() -> None:
+    from hivemind.memory.blocks import (
+        ContextBlock,
+        FileBlock,
+        HistoryBlock,
+        KnowledgeBlock,
+        MessageBlock,
+        RomBlock,
+        StatusBlock,
+        TaskBlock,
+    )
+    from hivemind.memory.relevance import file_of
+
+    blocks = [
+        FileBlock(location="src/a.py"), RomBlock(agent="a", location="agents/a/ROM.md"),
+        KnowledgeBlock(topic="t", location="knowledge/t.md"), TaskBlock(task_id="t"),
+        TaskBlock(task_id="u", location="tasks/u.md"), TaskBlock(task_id="v", location=""),
+        MessageBlock(from_agent="a", to_agent="b", full_path="mailboxes/b/new/1.md"),
+        StatusBlock(status_type="s"), HistoryBlock(action="x"),
+        ContextBlock(context_type="c", summary="s"),
+    ]
+    for block in blocks:
+        path = getattr(block, "location", None) or getattr(block, "full_path", None)
+        assert file_of(block) == (path if isinstance(path, str) else None)

@@ -274,3 +274,40 @@ def test_the_fast_selection_equals_the_plain_rules(
     blocks[0].confidence = 1.0 - blocks[0].confidence  # an assignment: a new block version
     selection = selector.select(blocks, budget, now=NOW)
     assert [b.id for b in selection.kept] == reference_selection(selector, blocks, budget)
+
+
+def test_scores_follow_task_keywords_and_recent_files_as_the_scorer_gives_them(
+    tmp_path: Path,
+) -> None:
+    # The selector keeps each block's keywords and file between selections and scores in
+    # bulk; every score must still be what RelevanceScorer.score says, as the task and
+    # the recent files change.
+    from hivemind.memory.blocks import ContextBlock, KnowledgeBlock, MessageBlock, TaskBlock
+
+    selector = make_selector(tmp_path)
+    old = NOW - timedelta(hours=2)  # old and unsure: boosts are not lost under the cap
+    blocks: list[AnyBlock] = [
+        FileBlock(location="src/deploy.py", timestamp=old, confidence=0.3),
+        KnowledgeBlock(topic="Release notes", location="knowledge/release.md", timestamp=old,
+                       confidence=0.3),
+        TaskBlock(task_id="t1", title="Deploy the release", location="tasks/t1.md",
+                  timestamp=old, confidence=0.3),
+        TaskBlock(task_id="t2", title="Write notes", timestamp=old, confidence=0.3),
+        MessageBlock(from_agent="ann", to_agent="bob", subject="deploy today",
+                     full_path="mailboxes/bob/new/1.md", timestamp=old, confidence=0.3),
+        HistoryBlock(action="read_file", detail="src/deploy.py", timestamp=old, confidence=0.3),
+        ContextBlock(context_type="project", summary="release notes for deploy", timestamp=old,
+                     confidence=0.3),
+    ]
+    for task, recent in [
+        ("", []),
+        ("deploy the release", []),
+        ("deploy the release", ["src/deploy.py", "mailboxes/bob/new/1.md"]),
+        ("write release notes", ["tasks/t1.md", "knowledge/release.md"]),
+        ("write release notes", []),
+    ]:
+        selector.scorer.set_task(task)
+        selector.scorer.set_recent_files(recent)
+        selection = selector.select(blocks, BUDGET, now=NOW)
+        assert selection.scores == {b.id: selector.scorer.score(b, NOW) for b in blocks}
+        assert len(set(selection.scores.values())) > 1 or not task

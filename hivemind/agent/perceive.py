@@ -8,20 +8,24 @@ the model only when some key was not seen before (an idle hive costs nothing).
 from __future__ import annotations
 
 import fnmatch
+import os
+import stat
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from hivemind.agent.prompt import TEAM
-from hivemind.hive.knowledge import KnowledgeIndex
+from hivemind.hive.knowledge import KnowledgeIndex, Note, note_block
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.mailbox import Mailbox, MailItem
 from hivemind.hive.models import AgentConfig
+from hivemind.hive.paths import walk_below
 from hivemind.hive.tasks import TaskBoard, TaskRef
 from hivemind.memory.blocks import (
     BlockType,
     FileBlock,
+    KnowledgeBlock,
     MessageBlock,
     Priority,
     RomBlock,
@@ -52,6 +56,15 @@ class Perception:
         return bool(self.active or self.unread)
 
 
+# Where perceive keeps, in each working memory's `scratch`, the KNOWLEDGE blocks it made
+# there, by id: (note, block, the block's field dict when made).
+_NOTES_MADE = "perceive.notes"
+NotesMade = dict[str, tuple[Note, KnowledgeBlock, dict[str, Any]]]
+
+# (hive root, agent) -> (the ROM's path, its folder): plain path work, done once.
+_rom_paths: dict[tuple[str, str], tuple[Path, Path]] = {}
+
+
 def _stat_key(path: Path) -> str:
     try:
         st = path.stat()
@@ -60,12 +73,53 @@ def _stat_key(path: Path) -> str:
     return f"{st.st_mtime_ns}:{st.st_size}"
 
 
-def task_block(hive: Hive, ref: TaskRef) -> TaskBlock:
+def _version_key(path: Path, lst: os.stat_result) -> str:
+    """`_stat_key(path)` from the lstat the listing took (a symlink is stat'ed again)."""
+    if stat.S_ISLNK(lst.st_mode):
+        return _stat_key(path)
+    return f"{lst.st_mtime_ns}:{lst.st_size}"
+
+
+def _rom_path(hive: Hive, name: str) -> tuple[Path, Path]:
+    """`hive.rom_path(name)` and its folder, made once per hive and agent."""
+    key = (os.fspath(hive.root), name)
+    found = _rom_paths.get(key)
+    if found is None:
+        if len(_rom_paths) > 4096:
+            _rom_paths.clear()
+        path = hive.rom_path(name)
+        found = _rom_paths[key] = (path, path.parent)
+    return found
+
+
+def _plain_folder(hive: Hive, folder: Path) -> str | None:
+    """`hive.relative(folder)` when no part of it below the root is a symlink (then the
+    relative path of a file in it is plain string work), else None."""
+    root = os.fspath(hive.root)
+    walked = walk_below(root, os.fspath(folder))
+    if walked is None:
+        return None
+    return walked[0][len(root.rstrip("/")) + 1 :]
+
+
+def _relative(
+    hive: Hive, folder: str | None, path: Path, lst: os.stat_result | None
+) -> str:
+    """`hive.relative(path)` for a file (lstat `lst`, None if missing) in a folder that
+    `_plain_folder` vouched for: the same string without one lstat per part of the path
+    (`Hive.relative` only departs from the plain string at a symlink)."""
+    if folder is None or (lst is not None and stat.S_ISLNK(lst.st_mode)):
+        return hive.relative(path)
+    return f"{folder}/{path.name}"
+
+
+def task_block(hive: Hive, ref: TaskRef, location: str | None = None) -> TaskBlock:
+    """The TASK block of an active task (`location`: `hive.relative(ref.path)`, if known)."""
     t = ref.task
     return TaskBlock(
         task_id=t.id,
         title=t.title,
-        location=hive.relative(ref.path),
+        location=hive.relative(ref.path) if location is None else location,
         project=t.project,
         dependencies=list(t.depends_on),
         status="active",
@@ -102,6 +156,20 @@ def message_block(hive: Hive, agent: str, item: MailItem) -> MessageBlock:
     return block
 
 
+def _message_id(hive: Hive, item: MailItem) -> str:
+    """`message_block(...).id` without making the block: `msg:` and the name of the file
+    as `hive.relative` gives it, which is the file's own name unless it is a symlink
+    (resolving a folder on the way keeps the name)."""
+    name = item.path.name
+    try:
+        plain = name not in ("", ".", "..") and not stat.S_ISLNK(os.lstat(item.path).st_mode)
+    except OSError:
+        plain = True  # nothing to resolve: Hive.relative keeps the path as it is
+    if not plain:
+        name = hive.relative(item.path).rsplit("/", 1)[-1]
+    return f"msg:{name}"
+
+
 def watched_files(hive: Hive, globs: list[str]) -> list[Path]:
     """Files of the hive matching the ROM's `watch` globs (never runtime state)."""
     if not globs:
@@ -131,17 +199,26 @@ def perceive(
 ) -> Perception:
     """Bring `working` in line with the disk; return the actionable inputs."""
     name = config.name
-    rom_path = hive.rom_path(name)
-    working.add(RomBlock(agent=name, location=hive.relative(rom_path)))
-    keys = {f"rom:{_stat_key(rom_path)}"}
+    rom_path, rom_folder = _rom_path(hive, name)
+    try:
+        rom_stat: os.stat_result | None = os.lstat(rom_path)
+    except OSError:
+        rom_stat = None
+    rom_location = _relative(hive, _plain_folder(hive, rom_folder), rom_path, rom_stat)
+    working.add(RomBlock(agent=name, location=rom_location))
+    keys = {f"rom:{'missing' if rom_stat is None else _version_key(rom_path, rom_stat)}"}
 
-    active = {ref.task.id: ref for ref in board.active(name)}
+    listed = board.active_stats(name)
+    active = {ref.task.id: ref for ref, _ in listed}
+    lstats = {ref.path: st for ref, st in listed}
     for block in working.by_type(BlockType.TASK):
         if isinstance(block, TaskBlock) and block.task_id not in active:
             working.remove(block.id)
+    folder = _plain_folder(hive, hive.active_dir_for(name)) if active else None
     for ref in active.values():
-        working.add(task_block(hive, ref))
-        keys.add(f"task:{ref.task.id}:{_stat_key(ref.path)}")
+        lst = lstats[ref.path]
+        working.add(task_block(hive, ref, _relative(hive, folder, ref.path, lst)))
+        keys.add(f"task:{ref.task.id}:{_version_key(ref.path, lst)}")
 
     unread = mailbox.unread()
     unread_ids = set()
@@ -156,19 +233,13 @@ def perceive(
         if isinstance(block, MessageBlock) and not block.read and block.id not in unread_ids:
             working.remove(block.id)
     for item in mailbox.read_items(READ_MAIL_KEPT):
-        block = message_block(hive, name, item)
-        if block.id not in unread_ids and block.id not in working:
-            working.add(block)
+        # Most read mail is in view already: its id decides, before any block is made.
+        bid = _message_id(hive, item)
+        if bid not in unread_ids and bid not in working:
+            working.add(message_block(hive, name, item))
 
     knowledge.refresh()
-    globs = config.knowledge or None
-    notes = knowledge.blocks(globs)
-    wanted = {b.id for b in notes}
-    for block in working.by_type(BlockType.KNOWLEDGE):
-        if block.id not in wanted:
-            working.remove(block.id)
-    for kb in notes:
-        working.add(kb)
+    _sync_knowledge(working, knowledge.selected(config.knowledge or None))
 
     watch_keys = set()
     for path in watched_files(hive, config.watch):
@@ -183,6 +254,33 @@ def perceive(
     ))
     return Perception(active=active, unread=unread, input_keys=keys, watch_keys=watch_keys,
                       team=figures.get(TEAM) or [])
+
+
+def _sync_knowledge(working: WorkingMemoryManager, notes: list[Note]) -> None:
+    """One KNOWLEDGE block per note, and no others. A block perceive made from the same
+    note that nobody changed since stays: a new one would be equal to it, field for
+    field, and costs a validation (and the selector and builder their caches)."""
+    wanted = {note.location for note in notes}
+    for block in working.by_type(BlockType.KNOWLEDGE):
+        if block.id not in wanted:
+            working.remove(block.id)
+    made: NotesMade = working.scratch.get(_NOTES_MADE) or {}
+    now: NotesMade = {}
+    for note in notes:
+        kept = made.get(note.location)
+        if (
+            kept is not None
+            and kept[0] == note
+            and working.get(note.location) is kept[1]
+            and kept[1].__dict__ is kept[2]  # pydantic gives a new dict on any assignment
+            and kept[1].metadata == {"bytes": note.size}  # the one field changed in place
+        ):
+            now[note.location] = kept
+            continue
+        kb = note_block(note)
+        working.add(kb)
+        now[note.location] = (note, kb, kb.__dict__)
+    working.scratch[_NOTES_MADE] = now
 
 
 def matches_any(path: str, globs: list[str]) -> bool:

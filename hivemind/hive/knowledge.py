@@ -15,11 +15,12 @@ from pathlib import Path
 
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.paths import glob_match
-from hivemind.hive.statcache import StatCache
+from hivemind.hive.statcache import StatMemo
 from hivemind.memory.blocks import KnowledgeBlock, Priority
 
 _HEAD_BYTES = 64 * 1024  # the topic heading is near the top; never read a whole big note
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_PREFIX = "knowledge/"
 
 
 @dataclass(frozen=True)
@@ -42,60 +43,104 @@ def _topic(path: Path) -> str:
     return match.group(1).strip() if match else path.stem
 
 
+def note_block(note: Note) -> KnowledgeBlock:
+    """The KNOWLEDGE block (MEDIUM) of a note."""
+    return KnowledgeBlock(
+        topic=note.topic,
+        location=note.location,
+        priority=Priority.MEDIUM,
+        timestamp=datetime.fromtimestamp(note.mtime, UTC),
+        metadata={"bytes": note.size},
+    )
+
+
 class KnowledgeIndex:
     """Topics of the notes under knowledge/, refreshed by stat (changed files only)."""
 
     def __init__(self, hive: Hive) -> None:
         self.hive = hive
-        self._topics: StatCache[str] = StatCache()
+        self._topics: StatMemo[str, str] = StatMemo()  # by absolute path
         self._notes: dict[str, Note] = {}
+        # Bumped when the notes change; what is derived from them is kept until then.
+        self.version = 0
+        self._selected: dict[tuple[str, ...] | None, tuple[int, list[Note]]] = {}
 
     def refresh(self) -> bool:
         """Re-scan knowledge/; re-reads only changed files. True if anything changed."""
-        root = self.hive.knowledge_dir
         notes: dict[str, Note] = {}
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if not is_temp_name(d))
-            for name in files:
-                if is_temp_name(name) or not name.endswith(".md"):
-                    continue
-                path = Path(folder) / name
-                try:
-                    st = path.lstat()
-                    if not stat.S_ISREG(st.st_mode):
-                        continue  # a symlink could point outside the hive
-                    topic = self._topics.load(path, st, _topic)
-                except OSError:
-                    continue
-                location = path.relative_to(self.hive.root).as_posix()
-                notes[location] = Note(location, topic, st.st_size, st.st_mtime)
+        self._scan(os.fspath(self.hive.knowledge_dir), _PREFIX.rstrip("/"), notes)
         changed = notes != self._notes
         self._notes = notes
+        if changed:
+            self.version += 1
         return changed
+
+    def _scan(self, folder: str, location: str, notes: dict[str, Note]) -> None:
+        """Add the notes of `folder` (hive-relative `location`) and of its sub-folders,
+        as `os.walk` would find them (symlinked folders are not entered)."""
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        folders = []
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not is_temp_name(name) and not entry.is_symlink():
+                    folders.append(name)
+                continue
+            if is_temp_name(name) or not name.endswith(".md"):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode):
+                    continue  # a symlink could point outside the hive
+                where = f"{location}/{name}"
+                notes[where] = self._note(where, entry.path, st)
+            except OSError:
+                continue
+        for name in sorted(folders):
+            self._scan(f"{folder}/{name}", f"{location}/{name}", notes)
+
+    def _note(self, location: str, path: str, st: os.stat_result) -> Note:
+        """The note at `path`: the known object while its file is unchanged."""
+        topic = self._topics.load_as(path, st, lambda: _topic(Path(path)))
+        old = self._notes.get(location)
+        if old is not None and old.topic == topic and old.size == st.st_size and (
+            old.mtime == st.st_mtime
+        ):
+            return old
+        return Note(location, topic, st.st_size, st.st_mtime)
 
     def notes(self) -> list[Note]:
         """Every note, by location."""
         return [self._notes[k] for k in sorted(self._notes)]
+
+    def selected(self, globs: list[str] | None = None) -> list[Note]:
+        """The notes matching `globs` (under knowledge/; every note if None), by location.
+        The same list while the notes are unchanged: do not modify it."""
+        key = None if globs is None else tuple(globs)
+        hit = self._selected.get(key)
+        if hit is not None and hit[0] == self.version:
+            return hit[1]
+        patterns = [g.strip().removeprefix("./").removeprefix(_PREFIX) for g in globs or []]
+        found = [
+            note for note in self.notes()
+            if globs is None
+            or any(glob_match(p, note.location.removeprefix(_PREFIX)) for p in patterns)
+        ]
+        if len(self._selected) > 256:  # one entry per distinct ROM `knowledge` list
+            self._selected.clear()
+        self._selected[key] = (self.version, found)
+        return found
 
     def blocks(self, globs: list[str] | None = None) -> list[KnowledgeBlock]:
         """KNOWLEDGE blocks (MEDIUM) of the notes matching `globs` (under knowledge/;
         every note if None). Call `refresh()` first to see changes on disk."""
         if not self._notes:
             self.refresh()
-        prefix = "knowledge/"
-        patterns = [g.strip().removeprefix("./").removeprefix(prefix) for g in globs or []]
-        out = []
-        for note in self.notes():
-            inside = note.location.removeprefix(prefix)
-            if globs is not None and not any(glob_match(p, inside) for p in patterns):
-                continue
-            out.append(
-                KnowledgeBlock(
-                    topic=note.topic,
-                    location=note.location,
-                    priority=Priority.MEDIUM,
-                    timestamp=datetime.fromtimestamp(note.mtime, UTC),
-                    metadata={"bytes": note.size},
-                )
-            )
-        return out
+        return [note_block(note) for note in self.selected(globs)]

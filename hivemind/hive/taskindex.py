@@ -29,6 +29,10 @@ LOAD_TTL = 2.0
 """Seconds the active count per agent is trusted without listing tasks/active/ again."""
 
 
+def _by_age(found: tuple[TaskRef, os.stat_result]) -> tuple[int, float, str]:
+    return found[0].age_key()
+
+
 class TaskIndex:
     """The board as it is on disk: pending (settled, valid), active, done; lookups.
 
@@ -54,6 +58,7 @@ class TaskIndex:
         self._settling: set[Path] = set()  # files the last refresh left for later
         self._moved_in: set[Path] = set()  # files this board put into tasks/ itself
         self._load: dict[str, int] | None = None  # active tasks per agent (see `load`)
+        self._active_paths: dict[str, Path] = {}  # file path -> its Path (see active_stats)
         self._load_at = 0.0
         # Told of every move into or out of active/<agent>/ this board makes (a worker
         # process passes its moves on to the lead's board, see `moved_elsewhere`).
@@ -278,17 +283,37 @@ class TaskIndex:
 
     def active(self, agent: str) -> list[TaskRef]:
         """Tasks claimed by `agent` (also those left there by a previous run)."""
-        refs = []
-        for path, st in md_files(self.hive.active_dir_for(agent)):
+        return [ref for ref, _ in self.active_stats(agent)]
+
+    def active_stats(self, agent: str) -> list[tuple[TaskRef, os.stat_result]]:
+        """`active`, each task with the lstat its file was read under: a caller keying
+        on the file's version needs no stat of its own."""
+        found = []
+        parsed, paths = self._parsed, self._active_paths
+        for entry in md_entries(self.hive.active_dir_for(agent)):  # md_files, but ...
             try:
-                task = self._read(path, st)
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            # ... the same Path object for the same file, call after call: parsing the
+            # string and hashing the parts again cost more than the stat.
+            path = paths.get(entry.path)
+            if path is None:
+                if len(paths) > 4096:
+                    paths.clear()
+                path = paths[entry.path] = Path(entry.path)
+            try:
+                # Not `_read`: a file in active/ is never one of tasks/ (no pending id).
+                task = parsed.load(path, st, read_task)
             except FileNotFoundError:
                 continue
             except FileFormatError as exc:
                 self._reject(path, exc.reason)
                 continue
-            refs.append(TaskRef(task, path, TaskState.ACTIVE, agent, st.st_mtime))
-        return sorted(refs, key=TaskRef.age_key)
+            found.append((TaskRef(task, path, TaskState.ACTIVE, agent, st.st_mtime), st))
+        return sorted(found, key=_by_age)
 
     def load(self) -> dict[str, int]:
         """Active tasks per agent: kept up to date by this board's own moves, and listed

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
 from typing import Annotated, Any, Literal
@@ -20,6 +21,9 @@ def utcnow() -> datetime:
     """Timezone-aware now; every timestamp in hivemind is UTC."""
     return datetime.now(UTC)
 
+
+# `json.dumps(value, sort_keys=True, default=str)`, without a new encoder per call.
+_VALUE_JSON = json.JSONEncoder(sort_keys=True, default=str).encode
 
 # History ids must be unique within a process even for identical actions.
 _history_seq = itertools.count(1)
@@ -90,6 +94,18 @@ class FileRef(BaseModel):
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
 
+def _set_default_id(block: BaseModel, value: str) -> None:
+    """Give a block made without an id its default one, from a model validator.
+
+    `block.id = value` there would validate the whole block a second time (assignment
+    is validated, and that runs the model validators again): a third of the cost of
+    every block. The value is a str made of validated fields, so setting it directly
+    leaves the block exactly as the assignment would (the field counts as set).
+    """
+    block.__dict__["id"] = value
+    block.__pydantic_fields_set__.add("id")
+
+
 class MemoryBlockBase(BaseModel):
     """Fields every block has (DESIGN §4)."""
 
@@ -133,7 +149,7 @@ class RomBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> RomBlock:
         if not self.id:
-            self.id = f"rom:{self.agent}"
+            _set_default_id(self, f"rom:{self.agent}")
         return self
 
     def source(self) -> FileRef:
@@ -156,7 +172,7 @@ class FileBlock(MemoryBlockBase):
     def _default_id(self) -> FileBlock:
         ref = self.source()  # validates the range
         if not self.id:
-            self.id = ref.label
+            _set_default_id(self, ref.label)
         return self
 
     def source(self) -> FileRef:
@@ -183,13 +199,13 @@ class StatusBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> StatusBlock:
         if not self.id:
-            self.id = f"status:{self.status_type}"
+            _set_default_id(self, f"status:{self.status_type}")
         return self
 
     def inline_content(self) -> str:
         if isinstance(self.value, str):
             return self.value
-        return json.dumps(self.value, sort_keys=True, default=str)
+        return _VALUE_JSON(self.value)
 
     def type_metadata(self) -> dict[str, Any]:
         return {"status_type": self.status_type}
@@ -211,7 +227,7 @@ class TaskBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> TaskBlock:
         if not self.id:
-            self.id = f"task:{self.task_id}"
+            _set_default_id(self, f"task:{self.task_id}")
         return self
 
     def source(self) -> FileRef | None:
@@ -251,7 +267,7 @@ class MessageBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> MessageBlock:
         if not self.id:
-            self.id = f"msg:{self.full_path.rsplit('/', 1)[-1]}"
+            _set_default_id(self, f"msg:{self.full_path.rsplit('/', 1)[-1]}")
         return self
 
     def source(self) -> FileRef:
@@ -282,7 +298,7 @@ class KnowledgeBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> KnowledgeBlock:
         if not self.id:
-            self.id = self.location
+            _set_default_id(self, self.location)
         return self
 
     def source(self) -> FileRef:
@@ -310,7 +326,7 @@ class HistoryBlock(MemoryBlockBase):
     def _default_id(self) -> HistoryBlock:
         if not self.id:
             # Zero-padded so ids sort in the order the actions happened.
-            self.id = f"history:{next(_history_seq):09d}:{self.action}"
+            _set_default_id(self, f"history:{next(_history_seq):09d}:{self.action}")
         return self
 
     def inline_content(self) -> str:
@@ -335,7 +351,7 @@ class ContextBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> ContextBlock:
         if not self.id:
-            self.id = f"context:{self.context_type}"
+            _set_default_id(self, f"context:{self.context_type}")
         return self
 
     def inline_content(self) -> str:
@@ -376,3 +392,51 @@ AnyBlock = (
     | HistoryBlock
     | ContextBlock
 )
+
+
+def same_but_timestamp(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """True if two blocks' field dicts (`__dict__`) differ at most in `timestamp`.
+
+    Perception makes its ROM, task and status blocks anew every cycle, stamped with
+    the time; what was worked out for the previous block (its estimate, its rendered
+    entry) holds for the new one but for its time. Values are compared as the context
+    would render them: 1 is not True nor 1.0, dict key order counts, an object of
+    another kind only matches itself.
+    """
+    if len(a) != len(b):
+        return False
+    for key, value in a.items():
+        if key == "timestamp":
+            continue
+        other = b.get(key, _ABSENT)
+        if value is not other and not _same_value(value, other):
+            return False
+    return True
+
+
+_ABSENT = object()
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    """Equal, and of the same type all the way down (see `same_but_timestamp`)."""
+    kind = type(x)
+    if kind is not type(y):
+        return False
+    if kind is str or kind is int or kind is bool:
+        return bool(x == y)
+    if kind is float:
+        # 0.0 and -0.0 are equal but render differently; NaN never matches.
+        return bool(x == y) and math.copysign(1.0, x) == math.copysign(1.0, y)
+    if kind is dict:
+        return len(x) == len(y) and all(
+            (kx is ky or _same_value(kx, ky)) and (vx is vy or _same_value(vx, vy))
+            for (kx, vx), (ky, vy) in zip(x.items(), y.items(), strict=True)
+        )
+    if kind is list or kind is tuple:
+        return len(x) == len(y) and all(
+            vx is vy or _same_value(vx, vy) for vx, vy in zip(x, y, strict=True)
+        )
+    if kind is datetime:
+        return bool(x == y) and x.utcoffset() == y.utcoffset()
+    return False  # None and enum members are singletons: `is` already said yes
+

@@ -14,18 +14,36 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from json.encoder import encode_basestring
+from operator import attrgetter
 from typing import Any
 
 from hivemind.errors import CriticalOverBudgetError
-from hivemind.memory.blocks import CONTEXT_ORDER, STABLE_TYPES, AnyBlock, FileRef, Priority
+from hivemind.memory.blocks import (
+    CONTEXT_ORDER,
+    STABLE_TYPES,
+    AnyBlock,
+    BlockType,
+    ContextBlock,
+    FileRef,
+    HistoryBlock,
+    Priority,
+    TaskBlock,
+    same_but_timestamp,
+)
 from hivemind.memory.compressor import MemoryCompressor
 from hivemind.memory.loader import ContentLoader, LoadedContent
 from hivemind.memory.selector import Dropped, Selection, block_location
 from hivemind.memory.tokens import TokenCounter
 
 _ORDER = {t: i for i, t in enumerate(CONTEXT_ORDER)}
-_STABLE = frozenset(STABLE_TYPES)
+_TYPE_NAMES = {t: t.value for t in BlockType}  # an enum's .value is a property call
+_PRIORITY_NAMES = {p: p.name.lower() for p in Priority}
+# Inline blocks whose text is made of str fields only: the same field dict, the same
+# text (a STATUS block's value may be a dict changed in place: its text is compared).
+_TEXT_OF_STR_FIELDS = frozenset({HistoryBlock, ContextBlock, TaskBlock})
+_STABLE_RANKS = frozenset(_ORDER[t] for t in STABLE_TYPES)  # ranks of the stable types
 _ESCAPED_CACHE_BYTES = 64 * 1024 * 1024
 
 
@@ -34,6 +52,24 @@ _ESCAPED_CACHE_BYTES = 64 * 1024 * 1024
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 _dumps = _ENCODER.encode
 _dumps_str: Callable[[str], str] = encode_basestring  # same bytes as _dumps for a str
+
+
+def _stamp(block: AnyBlock) -> str:
+    """A block's timestamp as its entry shows it (UTC ones by the second, from a memo:
+    every block perceived is stamped anew, and most within the same few seconds)."""
+    ts = block.timestamp
+    if ts.tzinfo is not UTC or type(ts) is not datetime:
+        return ts.isoformat(timespec="seconds")
+    key = (ts.second, ts.minute, ts.hour, ts.day, ts.month, ts.year)
+    shown = _STAMPS.get(key)
+    if shown is None:
+        if len(_STAMPS) > 4096:
+            _STAMPS.clear()
+        shown = _STAMPS[key] = ts.isoformat(timespec="seconds")
+    return shown
+
+
+_STAMPS: dict[tuple[int, ...], str] = {}
 
 
 @dataclass
@@ -99,6 +135,18 @@ class _Part:
     encoded: str
     order: tuple[int, str]
     dict: dict[str, Any] = field(default_factory=dict)
+    stamp: str | None = None  # the rendered timestamp (None: the metadata names its own)
+
+    def restamped(self, block: AnyBlock) -> _Part:
+        """This rendering for `block`, whose fields and content are this one's and whose
+        timestamp renders the same."""
+        return _Part(block, self.source, self.tokens, self.note, self.entry, self.encoded,
+                     self.order, block.__dict__, self.stamp)
+
+
+_order_of, _tokens_of, _entry_of, _encoded_of = (
+    attrgetter(a) for a in ("order", "tokens", "entry", "encoded")
+)
 
 
 class ContextBuilder:
@@ -117,8 +165,10 @@ class ContextBuilder:
         self._escaped: OrderedDict[str, str] = OrderedDict()
         self._escaped_bytes = 0
         self._compressed: dict[tuple[str, str], tuple[str, str, int]] = {}
-        self._small: dict[str, int] = {}
+        self._small: dict[str, int] = {}  # inline texts, counted as JSON strings
+        self._small_raw: dict[str, int] = {}  # envelopes, counted as they are
         self._parts: dict[int, _Part] = {}
+        self._latest: dict[str, _Part] = {}  # the last rendering per block id
 
     async def build(self, selection: Selection, budget: int | None = None) -> BuiltContext:
         """Load, compress, count, enforce `budget` (default: the selection's), render."""
@@ -133,29 +183,33 @@ class ContextBuilder:
         parts = [self._part(b, contents.get(b.id)) for b in blocks]
         if len(self._parts) > 2 * len(parts) + 1024:  # forget blocks no longer kept
             self._parts = {id(p.block): p for p in parts}
+        if len(self._latest) > 2 * len(parts) + 1024:
+            self._latest = {p.block.id: p for p in parts}
         parts, late = self._enforce(parts, selection, budget)
-        parts.sort(key=lambda p: p.order)
-        stable_count = sum(1 for p in parts if p.block.type in _STABLE)
-        notes = {p.block.id: p.note for p in parts if p.note is not None}
+        parts.sort(key=_order_of)
+        orders = list(map(_order_of, parts))  # (type rank, id)
+        tokens = list(map(_tokens_of, parts))
         return BuiltContext(
-            entries=[p.entry for p in parts],
-            stable_count=stable_count,
-            tokens=sum(p.tokens for p in parts) + 2,  # the array's brackets
+            entries=list(map(_entry_of, parts)),
+            stable_count=sum(1 for rank, _ in orders if rank in _STABLE_RANKS),
+            tokens=sum(tokens) + 2,  # the array's brackets
             dropped=late,
-            notes=notes,
-            token_counts={p.block.id: p.tokens for p in parts},
-            _encoded=[p.encoded for p in parts],
+            notes={p.order[1]: p.note for p in parts if p.note is not None},
+            token_counts={bid: n for (_, bid), n in zip(orders, tokens, strict=True)},
+            _encoded=list(map(_encoded_of, parts)),
         )
 
     async def _load(self, blocks: list[AnyBlock]) -> dict[str, LoadedContent]:
         out: dict[str, LoadedContent] = {}
         misses: list[tuple[str, FileRef]] = []
+        loader = self.loader
         for b in blocks:
             loc = block_location(b)
             if loc is None:
                 continue
-            # Warm files answer from the cache after one stat: no task, no thread hop.
-            hit = self.loader.peek_location(*loc)
+            # Warm files answer from the cache after one stat, small ones are read right
+            # here: no task, no thread hop. Only big or missing files are awaited.
+            hit = loader.peek_location(*loc) or loader.load_small(*loc)
             if hit is not None:
                 out[b.id] = hit
             else:
@@ -167,16 +221,38 @@ class ContextBuilder:
 
     def _part(self, block: AnyBlock, loaded: LoadedContent | None) -> _Part:
         """The entry of `block`; reused while the block and its content are unchanged."""
-        source: LoadedContent | str = block.inline_content() if loaded is None else loaded
         part = self._parts.get(id(block))
         # Pydantic gives a block a new __dict__ on every assignment; the loader returns
         # the same LoadedContent object while the file is unchanged.
+        if part is not None and part.dict is block.__dict__:
+            if loaded is not None and part.source is loaded:
+                return part
+            if loaded is None and type(block) in _TEXT_OF_STR_FIELDS:
+                return part  # its text is made of str fields: unchanged with the fields
+        source: LoadedContent | str = block.inline_content() if loaded is None else loaded
         if part is not None and part.dict is block.__dict__ and (
             part.source is source or (loaded is None and part.source == source)
         ):
             return part
-        part = self._parts[id(block)] = self._render(block, source)
+        part = self._restamped(block, source) or self._render(block, source)
+        self._parts[id(block)] = self._latest[block.id] = part
         return part
+
+    def _restamped(self, block: AnyBlock, source: LoadedContent | str) -> _Part | None:
+        """The last rendering of this block id, if `block` differs from the block it was
+        made for at most in a timestamp that renders the same (perception makes its
+        blocks anew every cycle, stamped to the microsecond; the entry shows seconds)."""
+        prev = self._latest.get(block.id)
+        if (
+            prev is None
+            or not (prev.source is source or (isinstance(source, str) and prev.source == source))
+            or type(prev.block) is not type(block)
+            or not same_but_timestamp(prev.dict, block.__dict__)
+        ):
+            return None
+        if prev.stamp is not None and prev.stamp != _stamp(block):
+            return None
+        return prev.restamped(block)
 
     def _render(self, block: AnyBlock, source: LoadedContent | str) -> _Part:
         if isinstance(source, str):
@@ -200,17 +276,17 @@ class ContextBuilder:
                 note = "compressed"
         if escaped is None:
             escaped = self._escape(text, digest)
-        meta: dict[str, Any] = {
-            "type": block.type.value,
-            "timestamp": block.timestamp.isoformat(timespec="seconds"),
-        }
+        stamp: str | None = _stamp(block)
+        meta: dict[str, Any] = {"type": _TYPE_NAMES[block.type], "timestamp": stamp}
         meta.update(block.metadata)
         meta.update(block.type_metadata())
+        if meta["timestamp"] is not stamp:  # the metadata has a timestamp of its own
+            stamp = None
         if note is not None:
             meta["note"] = note
         tail = {
             "confidence": block.confidence,
-            "priority": block.priority.name.lower(),
+            "priority": _PRIORITY_NAMES[block.priority],
             "metadata": meta,
         }
         head = '{"id":' + _dumps_str(block.id) + ',"content":'
@@ -225,17 +301,19 @@ class ContextBuilder:
             encoded=head + escaped + "," + tail_json[1:],
             order=(_ORDER.get(block.type, len(_ORDER)), block.id),
             dict=block.__dict__,
+            stamp=stamp,
         )
 
     def _small_count(self, text: str, raw: bool = False) -> int:
-        key = ("r" if raw else "j") + text
-        n = self._small.get(key)
+        """Tokens of a short text (raw: as is, else as a JSON string), memoised by text."""
+        memo = self._small_raw if raw else self._small
+        n = memo.get(text)
         if n is None:
-            if len(self._small) > 100_000:
-                self._small.clear()
-            n = self._small[key] = self.counter.count(text) if raw else self.counter.count_json(
-                text
-            )
+            if len(memo) > 100_000:
+                memo.clear()
+            # An envelope names its block and time: the counter's own cache would only churn.
+            counter = self.counter
+            n = memo[text] = counter.count_once(text) if raw else counter.count_json(text)
         return n
 
     def _escape(self, text: str, digest: str | None) -> str:

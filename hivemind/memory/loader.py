@@ -9,13 +9,15 @@ a short visible note, never an exception.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hivemind.memory.blocks import FileRef
 from hivemind.memory.tokens import TokenCounter
@@ -70,6 +72,32 @@ class _Entry:
                 starts.append(len(self.text))
             self.line_starts = starts
         return self.line_starts
+
+
+Read = tuple[bytes, os.stat_result]
+
+
+def _read(full: str, limit: int | None = None) -> Read | None:
+    """The bytes of a file and its stat from the open descriptor: `open(full, "rb")`
+    without the buffered file object around it (which costs more than reading a note).
+    None, unread, if the file is bigger than `limit`."""
+    fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fst = os.fstat(fd)
+        if stat.S_ISDIR(fst.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), full)
+        if limit is not None and fst.st_size > limit:
+            return None
+        want = max(fst.st_size + 1, 4096)
+        data = os.read(fd, want)
+        if len(data) == fst.st_size and stat.S_ISREG(fst.st_mode):
+            return data, fst  # all of it: a regular file reads short only at its end
+        chunks = [data]  # it grew since the fstat, or it is a pipe or the like
+        while chunk := os.read(fd, want):
+            chunks.append(chunk)
+        return b"".join(chunks), fst
+    finally:
+        os.close(fd)
 
 
 class ContentLoader:
@@ -210,12 +238,33 @@ class ContentLoader:
         hit = self.peek(ref)
         if hit is not None:
             return hit
-        size = self._stat(self.resolve(ref.path))
-        if size is not None and size[1] <= INLINE_READ_BYTES:
-            # A small file (a task, a message, a note) reads in microseconds: a thread hop
-            # and its hand-back would cost more than the read.
-            return self._load_sync(ref.path, ref.start_line, ref.end_line)
+        small = self.load_small(ref.path, ref.start_line, ref.end_line)
+        if small is not None:
+            return small
         return await asyncio.to_thread(self._load_sync, ref.path, ref.start_line, ref.end_line)
+
+    def load_small(
+        self, path: str, start_line: int | None = None, end_line: int | None = None
+    ) -> LoadedContent | None:
+        """What `load` returns for a small file, read right here; None for a file that
+        `load` reads in a thread (big, or not there).
+
+        A small file (a task, a message, a note) reads in microseconds: a thread hop, or
+        even a task on the event loop, costs more than the read.
+        """
+        full = self.resolve(path)
+        if full in self._cache:  # a file seen before: its stat says whether it changed
+            key = self._stat(full)
+            if key is None or key[1] > INLINE_READ_BYTES:
+                return None
+            return self._load_sync(path, start_line, end_line, key)
+        try:  # a new file: opening it tells its size, no stat needed
+            read = _read(full, INLINE_READ_BYTES)
+        except OSError:
+            return None  # missing, a folder, unreadable: `load` makes the note
+        if read is None:
+            return None
+        return self._load_sync(path, start_line, end_line, read=read)
 
     def invalidate(self, path: str) -> None:
         """Forget the cached content of `path` (the next load re-reads it)."""
@@ -232,7 +281,13 @@ class ContentLoader:
             if full in self._cache:
                 self._cache.move_to_end(full)
 
-    def _load_sync(self, path: str, start: int | None, end: int | None) -> LoadedContent:
+    def _load_sync(
+        self, path: str, start: int | None, end: int | None, key: StatKey | None = None,
+        read: Read | None = None,
+    ) -> LoadedContent:
+        """Load `path` (a range of it), reading it unless the cache holds it unchanged;
+        `key`: the file's stat, if the caller just took it; `read`: the file, if the
+        caller just read it."""
         full = self.resolve(path)
         with self._lock:
             if len(self._path_locks) > 10_000:  # a memo, not state: a rare double read at worst
@@ -240,34 +295,43 @@ class ContentLoader:
             plock = self._path_locks.setdefault(full, threading.Lock())
         # One reader per path: a whole-file block and a range of it share one read.
         with plock:
-            entry = self._entry_for(path, full)
+            entry = self._entry_for(path, full, key, read)
             if isinstance(entry, LoadedContent):
                 return entry
             if start is None or end is None:
                 return entry.whole
             return self._slice(entry, path, start, end)
 
-    def _entry_for(self, path: str, full: str) -> _Entry | LoadedContent:
-        try:
-            st = os.stat(full)
-        except FileNotFoundError:
-            return self._note(f"[file not found: {path}]", "missing")
-        except OSError as exc:
-            return self._note(f"[file unreadable: {path}: {exc.strerror or exc}]", "unreadable")
-        key = (st.st_mtime_ns, st.st_size)
+    def _entry_for(
+        self, path: str, full: str, key: StatKey | None = None, read: Read | None = None
+    ) -> _Entry | LoadedContent:
+        if read is not None:
+            return self._entry_from(path, full, *read)
+        if key is None:
+            try:
+                st = os.stat(full)
+            except FileNotFoundError:
+                return self._note(f"[file not found: {path}]", "missing")
+            except OSError as exc:
+                return self._note(
+                    f"[file unreadable: {path}: {exc.strerror or exc}]", "unreadable"
+                )
+            key = (st.st_mtime_ns, st.st_size)
         entry = self._cache.get(full)
         if entry is not None and entry.key == key:
             return entry
         try:
-            with open(full, "rb") as f:
-                fst = os.fstat(f.fileno())
-                data = f.read()
+            data, fst = cast(Read, _read(full))
         except FileNotFoundError:
             return self._note(f"[file not found: {path}]", "missing")
         except IsADirectoryError:
             return self._note(f"[file unreadable: {path} is a directory]", "unreadable")
         except OSError as exc:
             return self._note(f"[file unreadable: {path}: {exc.strerror or exc}]", "unreadable")
+        return self._entry_from(path, full, data, fst)
+
+    def _entry_from(self, path: str, full: str, data: bytes, fst: os.stat_result) -> _Entry:
+        """The cache entry of the bytes just read from `full` (stat `fst`), stored."""
         with self._lock:
             self.bytes_read += len(data)
             self.files_read += 1

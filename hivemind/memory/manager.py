@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from hivemind.memory.blocks import AnyBlock, BlockType
 
@@ -13,14 +14,34 @@ class WorkingMemoryManager:
     def __init__(self, max_tokens: int = 100_000) -> None:
         self.max_tokens = max_tokens
         self._blocks: dict[str, AnyBlock] = {}
+        # The same blocks per type, in the order of `_blocks`: perceive asks for one type
+        # at a time, several times a cycle, while history makes up most of the memory.
+        self._typed: dict[BlockType, dict[str, AnyBlock]] = {}
+        # Bookkeeping of the code that fills this memory (perceive keeps which blocks it
+        # made here), by that code's own key; lives and dies with the memory.
+        self.scratch: dict[str, Any] = {}
 
     def add(self, block: AnyBlock) -> None:
         """Add `block`; a block with the same id is replaced."""
-        self._blocks[block.id] = block
+        bid = block.id
+        old = self._blocks.get(bid)
+        self._blocks[bid] = block
+        if old is not None and old.type is not block.type:
+            del self._typed[old.type][bid]
+            # The id keeps its place in `_blocks`: rebuild the type's order from it.
+            self._typed[block.type] = {
+                k: b for k, b in self._blocks.items() if b.type is block.type
+            }
+        else:
+            self._typed.setdefault(block.type, {})[bid] = block
 
     def remove(self, block_id: str) -> bool:
         """Remove the block `block_id`; False if there was none."""
-        return self._blocks.pop(block_id, None) is not None
+        block = self._blocks.pop(block_id, None)
+        if block is None:
+            return False
+        del self._typed[block.type][block_id]
+        return True
 
     def get(self, block_id: str) -> AnyBlock | None:
         return self._blocks.get(block_id)
@@ -34,7 +55,9 @@ class WorkingMemoryManager:
         return True
 
     def by_type(self, block_type: BlockType) -> list[AnyBlock]:
-        return [b for b in self._blocks.values() if b.type == block_type]
+        """The blocks of one type, in the order they were first added."""
+        typed = self._typed.get(block_type)
+        return list(typed.values()) if typed else []
 
     def blocks(self) -> list[AnyBlock]:
         """Every block, in the order they were first added."""
@@ -45,8 +68,9 @@ class WorkingMemoryManager:
         if block_type is None:
             n = len(self._blocks)
             self._blocks.clear()
+            self._typed.clear()
             return n
-        gone = [bid for bid, b in self._blocks.items() if b.type == block_type]
+        gone = list(self._typed.pop(block_type, {}))
         for bid in gone:
             del self._blocks[bid]
         return len(gone)

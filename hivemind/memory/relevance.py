@@ -7,12 +7,23 @@ with the task's keywords, ×1.5 for recently used files, capped at 1.0.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hivemind.memory.blocks import AnyBlock, utcnow
+from hivemind.memory.blocks import (
+    AnyBlock,
+    ContextBlock,
+    FileBlock,
+    HistoryBlock,
+    KnowledgeBlock,
+    MessageBlock,
+    RomBlock,
+    StatusBlock,
+    TaskBlock,
+    utcnow,
+)
 
 _WORD = re.compile(r"[^\W_]{2,}", re.UNICODE)
 
@@ -88,23 +99,43 @@ class RelevanceScorer:
 
     def boost(self, block: AnyBlock) -> float:
         """The factor from task keywords and recent files (1.0 when neither applies)."""
+        words = self.words(block) if self.task_keywords else frozenset()
+        return self.boost_for(words, _location(block) if self.recent_files else None)
+
+    def words(self, block: AnyBlock) -> frozenset[str]:
+        """The keywords of a block (they depend on the block alone, not on the task)."""
+        text = block.keywords_text()
+        words = self._words.get(text)
+        if words is None:
+            if len(self._words) > 50_000:
+                self._words.clear()
+            words = self._words[text] = keywords(text)
+        return words
+
+    def boost_for(self, words: frozenset[str], path: str | None) -> float:
+        """`boost` of a block with these keywords and this file (see `file_of`)."""
+        return self.boosts([words], [path])[0]
+
+    def boosts(
+        self, words: Sequence[frozenset[str]], paths: Sequence[str | None]
+    ) -> list[float]:
+        """`boost_for` of many blocks at once: callers that score the same blocks task
+        after task keep their keywords and files, and the set work runs in bulk."""
         w = self.weights
-        factor = 1.0
-        if self.task_keywords:
-            text = block.keywords_text()
-            words = self._words.get(text)
-            if words is None:
-                if len(self._words) > 50_000:
-                    self._words.clear()
-                words = self._words[text] = keywords(text)
-            overlap = len(self.task_keywords & words)
-            if overlap:
-                factor = 1.0 + w.keyword_boost * overlap
-        if self.recent_files:
-            path = _location(block)
-            if path is not None and path in self.recent_files:
-                factor *= w.recent_file_boost
-        return factor
+        task = self.task_keywords
+        if task:
+            per = w.keyword_boost
+            factors = [1.0 + per * n if n else 1.0 for n in map(len, map(task.__and__, words))]
+        else:
+            factors = [1.0] * len(words)
+        recent = self.recent_files
+        if recent:
+            times = w.recent_file_boost
+            factors = [
+                f * times if p is not None and p in recent else f
+                for f, p in zip(factors, paths, strict=True)
+            ]
+        return factors
 
     def combine(self, confidence: float, age_seconds: float, boost: float) -> float:
         """confidence × boost × recency(age), capped: the formula `score` applies."""
@@ -135,6 +166,17 @@ def epoch_seconds(ts: datetime) -> float:
     return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
 
 
-def _location(block: AnyBlock) -> str | None:
+def file_of(block: AnyBlock) -> str | None:
+    """The file a block stands for, as recent files are named (None: no file)."""
+    # The known types first: asking a pydantic model for a field it lacks raises inside.
+    if isinstance(block, FileBlock | RomBlock | KnowledgeBlock | TaskBlock):
+        return block.location or None
+    if isinstance(block, MessageBlock):
+        return block.full_path or None
+    if isinstance(block, StatusBlock | HistoryBlock | ContextBlock):
+        return None
     path = getattr(block, "location", None) or getattr(block, "full_path", None)
     return path if isinstance(path, str) else None
+
+
+_location = file_of

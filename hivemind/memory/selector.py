@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import compress, count, repeat
-from operator import add, attrgetter, eq, is_, le, neg
+from operator import add, attrgetter, eq, is_, le, mul, neg
 from typing import Any, cast
 
 from hivemind.errors import CriticalOverBudgetError
@@ -37,9 +37,10 @@ from hivemind.memory.blocks import (
     RomBlock,
     StatusBlock,
     TaskBlock,
+    same_but_timestamp,
 )
 from hivemind.memory.loader import ContentLoader, StatKey
-from hivemind.memory.relevance import RelevanceScorer, epoch_seconds
+from hivemind.memory.relevance import RelevanceScorer, epoch_seconds, file_of
 from hivemind.memory.tokens import TokenCounter
 
 # Share of the budget each tier may fill, in percent (integer maths: exact boundaries).
@@ -63,6 +64,9 @@ _TYPE_EXTRA: dict[type, int] = {
 }
 
 Location = tuple[str, int | None, int | None]
+
+# `json.dumps(metadata, default=str)`, without a new encoder per call.
+_METADATA_JSON = json.JSONEncoder(default=str).encode
 
 
 @dataclass(slots=True)
@@ -102,6 +106,8 @@ class Selection:
 
 def block_location(block: AnyBlock) -> Location | None:
     """(path, start, end) of a file-backed block without building a FileRef (hot path)."""
+    if type(block) in _INLINE_TYPES:  # most blocks are history: answer them first
+        return None
     if isinstance(block, FileBlock):
         return (block.location, block.start_line, block.end_line)
     if isinstance(block, RomBlock | KnowledgeBlock):
@@ -116,6 +122,9 @@ def block_location(block: AnyBlock) -> Location | None:
     return None if ref is None else (ref.path, ref.start_line, ref.end_line)
 
 
+_INLINE_TYPES = frozenset({StatusBlock, HistoryBlock, ContextBlock})
+
+
 class _Facts:
     """What the selector knows of one version of a block, computed once.
 
@@ -126,11 +135,13 @@ class _Facts:
     """
 
     __slots__ = (
-        "base", "block", "dict", "drop", "drop_tail", "expiry", "gen", "id", "key", "loc",
-        "path", "tier", "ts", "weight",
+        "base", "block", "conf", "dict", "drop", "drop_tail", "expiry", "file", "id", "key",
+        "loc", "path", "tier", "ts", "words",
     )
 
-    def __init__(self, block: AnyBlock, loc: Location | None, base: int) -> None:
+    def __init__(
+        self, block: AnyBlock, loc: Location | None, base: int, scorer: RelevanceScorer
+    ) -> None:
         self.block = block
         self.dict = block.__dict__
         self.id = block.id
@@ -144,16 +155,30 @@ class _Facts:
         self.tier = _TIER_INDEX[block.priority]
         self.ts = epoch_seconds(block.timestamp)
         self.expiry = math.inf if block.expiry is None else epoch_seconds(block.expiry)
-        self.gen = -1
-        self.weight = 0.0  # confidence × relevance boost, valid for scorer generation `gen`
+        self.conf = block.confidence
         self.drop: Dropped | None = None  # the last record of dropping this block
         self.drop_tail = ""
+        self.words = scorer.words(block)  # what relevance needs, whatever the task
+        self.file = file_of(block)
+
+    def restamped(self, block: AnyBlock) -> _Facts:
+        """These facts for `block`, whose fields are these but for its timestamp: only
+        the recency changes (the estimate, tier and relevance weight do not)."""
+        f = _Facts.__new__(_Facts)
+        f.block, f.dict, f.id = block, block.__dict__, self.id
+        f.loc, f.path, f.key, f.base, f.tier = self.loc, self.path, self.key, self.base, self.tier
+        f.ts = epoch_seconds(block.timestamp)
+        f.expiry, f.conf = self.expiry, self.conf
+        f.drop, f.drop_tail = None, ""
+        f.words, f.file = self.words, self.file
+        return f
 
 
 # Tier 0 is CRITICAL; 1..3 are TIER_LIMITS in order.
 _TIER_INDEX = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.MEDIUM: 2, Priority.LOW: 3}
 _f_id, _f_key, _f_base = (attrgetter(a) for a in ("id", "key", "base"))
 _f_expiry, _f_ts, _f_tier, _f_path = (attrgetter(a) for a in ("expiry", "ts", "tier", "path"))
+_f_words, _f_file, _f_conf = (attrgetter(a) for a in ("words", "file", "conf"))
 
 
 class _Layout:
@@ -169,7 +194,8 @@ class _Layout:
         self.facts = facts  # every block, expired included
         self.live = live
         self.timestamps: list[float] = list(map(_f_ts, live))
-        self.weights: tuple[int, float, list[float]] = (-1, 0.0, [])  # (generation, scale, w×s)
+        # (scorer generation, scale, weight × scale, weight); weight = confidence × boost
+        self.weights: tuple[int, float, list[float], list[float]] = (-1, 0.0, [], [])
         self.min_expiry = min(map(_f_expiry, facts), default=math.inf)
         self.ids: list[str] = list(map(_f_id, live))
         self.keys: list[str | None] = list(map(_f_key, live))
@@ -221,13 +247,15 @@ class MemorySelector:
         # window costs at worst one cycle with a stale estimate. 0 = stat every time.
         self.stat_ttl = stat_ttl
         self._facts: dict[int, _Facts] = {}
+        # The facts last learned per block id: a block made again with only a new time
+        # (perception stamps its blocks) takes them over.
+        self._latest: dict[str, _Facts] = {}
         self._last: _Layout | None = None
         # Per file: (version, {key: estimate}); _known merges them all (one dict lookup
         # per block). Both outlive the block lists, so agents sharing a selector share them.
         self._files: dict[str, tuple[tuple[Any, ...], dict[str, int]]] = {}
         self._known: dict[str | None, int] = {None: 0}
         self._known_version = 0  # bumped whenever _known changes
-        self._scored_gen = -1  # scorer generation every fact's weight was computed for
         self._sizes: deque[tuple[int, int]] = deque(maxlen=32)  # recent (blocks, files)
 
     # -- estimates -----------------------------------------------------------
@@ -249,11 +277,22 @@ class MemorySelector:
         return self._capped(block, self.counter.count_json(block.inline_content()))
 
     def _learn(self, block: AnyBlock) -> _Facts:
-        self._scored_gen = -1  # a new fact has no weight yet
-        loc = block_location(block)
-        if loc is None:
-            return _Facts(block, None, self._inline_tokens(block) + _envelope(block, 0))
-        return _Facts(block, loc, _envelope(block, len(loc[0])))
+        prev = self._latest.get(block.id)
+        if (
+            prev is not None
+            and type(prev.block) is type(block)
+            and same_but_timestamp(prev.dict, block.__dict__)
+        ):
+            f = prev.restamped(block)
+        else:
+            loc = block_location(block)
+            scorer = self.scorer
+            if loc is None:
+                f = _Facts(block, None, self._inline_tokens(block) + _envelope(block, 0), scorer)
+            else:
+                f = _Facts(block, loc, _envelope(block, len(loc[0])), scorer)
+        self._latest[block.id] = f
+        return f
 
     # -- selection -----------------------------------------------------------
     def select(
@@ -324,6 +363,8 @@ class MemorySelector:
             # Forget blocks no longer in memory, with room for agents sharing this selector.
             if len(facts) > 2 * max(n for n, _ in self._sizes) + 4096:
                 self._facts = dict(zip(map(id, blocks), known, strict=True))
+            if len(self._latest) > 2 * max(n for n, _ in self._sizes) + 4096:
+                self._latest = {f.id: f for f in known}
         if lay.min_expiry > now_s:
             return lay
         live: list[_Facts] = []
@@ -338,15 +379,15 @@ class MemorySelector:
     def _estimates(self, lay: _Layout) -> list[int]:
         """Tokens of each live block: inline counts, or one estimate per file and range."""
         at, generation = lay.stat_at
+        stats: dict[str, StatKey | None] = {}  # this call's stats: each file's taken once
         if time.monotonic() - at >= self.stat_ttl or generation != self.loader.generation:
             lay.stat_at = (time.monotonic(), self.loader.generation)
-            self._restat(lay.paths)
+            self._restat(lay.paths, stats)
         if lay.ns_version == self._known_version:
             return lay.ns
         known = self._known
         if not known.keys() >= set(lay.keys):  # new files or ranges: estimate each once
-            self._restat(lay.paths - self._files.keys())
-            stats: dict[str, StatKey | None] = {}
+            self._restat(lay.paths - self._files.keys(), stats)
             for f in lay.live:
                 key, loc = f.key, f.loc
                 if key is not None and key not in known and loc is not None:
@@ -359,11 +400,12 @@ class MemorySelector:
         lay.tokens = dict(zip(lay.ids, lay.ns, strict=True))
         return lay.ns
 
-    def _restat(self, paths: set[str]) -> None:
-        """Stat `paths` (one stat each); forget the estimates of files that changed."""
+    def _restat(self, paths: set[str], stats: dict[str, StatKey | None]) -> None:
+        """Stat `paths` (one stat each, kept in `stats`); forget the estimates of files
+        that changed."""
         files, known = self._files, self._known
         changed = False
-        for path, version in self.loader.versions(paths).items():
+        for path, version in self.loader.versions(paths, stats).items():
             memo = files.get(path)
             if memo is None:
                 files[path] = (version, {})
@@ -384,17 +426,15 @@ class MemorySelector:
         """The relevance of every live block at `now_s` (scorer.score, computed in bulk)."""
         scorer = self.scorer
         gen, scale = scorer.generation, scorer.recency_seconds
-        if self._scored_gen != gen:
-            for f in lay.live:
-                if f.gen != gen:
-                    f.weight = f.block.confidence * scorer.boost(f.block)
-                    f.gen = gen
-            self._scored_gen = gen
         if lay.weights[0] != gen or lay.weights[1] != scale:
-            lay.weights = (gen, scale, [f.weight * scale for f in lay.live])
+            live = lay.live
+            boosts = scorer.boosts(list(map(_f_words, live)), list(map(_f_file, live)))
+            weights = list(map(mul, map(_f_conf, live), boosts))
+            lay.weights = (gen, scale, [w * scale for w in weights], weights)
         cap = scorer.weights.cap
         if lay.timestamps and max(lay.timestamps) >= now_s:  # a block from the future
-            return [scorer.combine(f.weight, now_s - f.ts, 1.0) for f in lay.live]
+            return [scorer.combine(w, now_s - t, 1.0)
+                    for w, t in zip(lay.weights[3], lay.timestamps, strict=True)]
         # weight × scale / (scale + age): the same float operations as scorer.combine.
         pairs = zip(lay.weights[2], lay.timestamps, strict=True)
         if cap is None:
@@ -416,6 +456,10 @@ def _fill(
     head = f"over budget at {priority.name}: "
     sizes = list(map(ns.__getitem__, ranked))
     kept, dropped, end, start = sel.kept, sel.dropped, len(ranked), 0
+    total = used + sum(sizes)
+    if total * 100 < limit:  # room for the whole tier: each block fits when its turn comes
+        kept.extend(live[i].block for i in ranked)
+        return total
     while start < end:
         tail = _tail(percent, budget, used)
         most = (limit - used * 100 - 1) // 100  # the largest block that still fits
@@ -469,5 +513,5 @@ def _envelope(block: AnyBlock, path_chars: int) -> int:
     elif isinstance(block, ContextBlock):
         n += 4 * len(block.related_ids)
     if block.metadata:
-        n += len(json.dumps(block.metadata, default=str)) // 3
+        n += len(_METADATA_JSON(block.metadata)) // 3
     return n
