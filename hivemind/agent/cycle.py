@@ -287,13 +287,7 @@ class Agent:
         finally:
             await start_flushed
             self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
-            marks_mail = bool(p.unread) and (not report.retry or bool(calls))
-            if marks_mail:
-                await self.audit.flushed()
-            else:
-                # Nothing waits on the record being on disk: its flush overlaps what
-                # comes next (a kill loses nothing written; `settle` waits at the end).
-                self._flush_in_background()
+            marks_mail = await self._record_flushed(p, report, calls)
         # Mail is marked read only now that the cycle's record is on disk.
         if marks_mail:
             for item in p.unread:
@@ -303,6 +297,18 @@ class Agent:
         self.s.janitor.sweep(self.working)
         if self.s.ltm is not None and ctx.effects.memories and report.error is None:
             await self._reflect(cfg, p)
+
+    async def _record_flushed(
+        self, p: Perception, report: CycleReport, calls: list[dict[str, Any]]
+    ) -> bool:
+        """True once the record is on disk if the cycle's mail moves to cur/ after it.
+        Otherwise nothing waits on it: its flush overlaps what comes next (a kill loses
+        nothing written; `settle` waits for it at the end) and False is returned."""
+        if p.unread and (not report.retry or calls):
+            await self.audit.flushed()
+            return True
+        self._flush_in_background()
+        return False
 
     def _flush_in_background(self) -> None:
         flush = asyncio.ensure_future(self.audit.flushed())
