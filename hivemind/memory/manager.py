@@ -23,17 +23,18 @@ class WorkingMemoryManager:
 
     def add(self, block: AnyBlock) -> None:
         """Add `block`; a block with the same id is replaced."""
-        bid = block.id
+        bid, kind = block.id, block.type
         old = self._blocks.get(bid)
         self._blocks[bid] = block
-        if old is not None and old.type is not block.type:
+        if old is not None and old.type is not kind:
             del self._typed[old.type][bid]
             # The id keeps its place in `_blocks`: rebuild the type's order from it.
-            self._typed[block.type] = {
-                k: b for k, b in self._blocks.items() if b.type is block.type
-            }
-        else:
-            self._typed.setdefault(block.type, {})[bid] = block
+            self._typed[kind] = {k: b for k, b in self._blocks.items() if b.type is kind}
+            return
+        typed = self._typed.get(kind)
+        if typed is None:
+            typed = self._typed[kind] = {}
+        typed[bid] = block
 
     def remove(self, block_id: str) -> bool:
         """Remove the block `block_id`; False if there was none."""
