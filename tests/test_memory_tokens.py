@@ -119,3 +119,13 @@ def test_spaces_before_digits_and_non_ascii_text_are_counted_whole() -> None:
     counter = TokenCounter()
     for text in ("x  12 y", "a\n\n3", "née 42", "Task 7: 2 of 3"):
         assert counter.count(text) == _whole(text)
+
+
+def test_warm_loads_the_encoder_so_counting_needs_no_load() -> None:
+    from hivemind.memory import tokens
+
+    counter = tokens.TokenCounter()
+    tokens._encodings.pop(counter.encoding, None)
+    counter.warm()
+    assert counter.encoding in tokens._encodings
+    assert counter.count("hello world") == 2

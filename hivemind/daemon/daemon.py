@@ -170,8 +170,13 @@ class Daemon:
         d = self.config.daemon
         poll = d.poll if self.options.poll is None else self.options.poll
         watch_globs = sorted({g for r in self._start_configs().values() for g in r.watch})
+        # The tokenizer loads (in a thread) while the workers start, not in a cycle.
+        warming = asyncio.ensure_future(asyncio.to_thread(self.services.counter.warm))
         # Workers first: their start-up (a new interpreter) overlaps the watcher's.
-        mine = self._spread([n for n in self.hive.agent_names() if self._wanted(n)])
+        try:
+            mine = self._spread([n for n in self.hive.agent_names() if self._wanted(n)])
+        finally:
+            await warming
         async with HiveWatcher(
             self.hive, settle_time=d.settle_time, rescan_interval=d.rescan_interval,
             poll=poll, watch_globs=watch_globs,

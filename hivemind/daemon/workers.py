@@ -251,6 +251,7 @@ class _WorkerHost:
         services.figures = lambda: self._board_figures(services)
         services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval)
         try:
+            services.counter.warm()  # not in the first cycle
             for name in spec.agents:
                 agent = self.agents[name] = Agent(name, services)
                 agent.recover()

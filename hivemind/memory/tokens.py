@@ -81,6 +81,11 @@ class TokenCounter:
         self._piece_chars = 0
         self._piecewise: bool | None = None  # does the encoding cut text as cl100k does?
 
+    def warm(self) -> None:
+        """Load the encoder now: a one-time cost per process (a few hundred ms) that
+        would otherwise fall on the first agent cycle to count a token."""
+        _encoding(self.encoding)
+
     @staticmethod
     def digest(text: str) -> str:
         """A fast content digest (blake2b, 128 bits) used as cache key everywhere."""
