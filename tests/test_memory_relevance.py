@@ -6,8 +6,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hivemind.memory.blocks import FileBlock, HistoryBlock, KnowledgeBlock
-from hivemind.memory.relevance import RelevanceScorer, RelevanceWeights, keywords
+from hivemind.memory.blocks import (
+    ContextBlock,
+    FileBlock,
+    HistoryBlock,
+    KnowledgeBlock,
+    MessageBlock,
+    RomBlock,
+    StatusBlock,
+    TaskBlock,
+)
+from hivemind.memory.relevance import RelevanceScorer, RelevanceWeights, file_of, keywords
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -87,18 +96,6 @@ def test_only_a_real_change_bumps_the_generation() -> None:
 
 
 def test_file_of_names_the_file_as_the_generic_lookup_would() -> None:
-    from hivemind.memory.blocks import (
-        ContextBlock,
-        FileBlock,
-        HistoryBlock,
-        KnowledgeBlock,
-        MessageBlock,
-        RomBlock,
-        StatusBlock,
-        TaskBlock,
-    )
-    from hivemind.memory.relevance import file_of
-
     blocks = [
         FileBlock(location="src/a.py"), RomBlock(agent="a", location="agents/a/ROM.md"),
         KnowledgeBlock(topic="t", location="knowledge/t.md"), TaskBlock(task_id="t"),

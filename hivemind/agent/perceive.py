@@ -61,10 +61,6 @@ class Perception:
 _NOTES_MADE = "perceive.notes"
 NotesMade = dict[str, tuple[Note, KnowledgeBlock, dict[str, Any]]]
 
-# (hive root, agent) -> (the ROM's path, its folder): plain path work, done once.
-_rom_paths: dict[tuple[str, str], tuple[Path, Path]] = {}
-
-
 def _stat_key(path: Path) -> str:
     try:
         st = path.stat()
@@ -78,18 +74,6 @@ def _version_key(path: Path, lst: os.stat_result) -> str:
     if stat.S_ISLNK(lst.st_mode):
         return _stat_key(path)
     return f"{lst.st_mtime_ns}:{lst.st_size}"
-
-
-def _rom_path(hive: Hive, name: str) -> tuple[Path, Path]:
-    """`hive.rom_path(name)` and its folder, made once per hive and agent."""
-    key = (os.fspath(hive.root), name)
-    found = _rom_paths.get(key)
-    if found is None:
-        if len(_rom_paths) > 4096:
-            _rom_paths.clear()
-        path = hive.rom_path(name)
-        found = _rom_paths[key] = (path, path.parent)
-    return found
 
 
 def _plain_folder(hive: Hive, folder: Path) -> str | None:
@@ -199,7 +183,7 @@ def perceive(
 ) -> Perception:
     """Bring `working` in line with the disk; return the actionable inputs."""
     name = config.name
-    rom_path, rom_folder = _rom_path(hive, name)
+    rom_path, rom_folder = hive.rom_path(name), hive.agent_dir(name)
     try:
         rom_stat: os.stat_result | None = os.lstat(rom_path)
     except OSError:

@@ -33,14 +33,16 @@ class Hive:
     def __repr__(self) -> str:
         return f"Hive({str(self.root)!r})"
 
-    def _child(self, kind: str, parent: Path, name: str) -> Path:
-        """`parent / name`, built once: the same few folders are named on every cycle."""
+    def _child(self, kind: str, parent: Path, name: str, leaf: str = "") -> Path:
+        """`parent / name` (`/ leaf` if given), built once: the same few folders and
+        files are named on every cycle."""
         cache = self._children.setdefault(kind, {})
         path = cache.get(name)
         if path is None:
             if len(cache) > 4096:  # names come from files and models: keep it bounded
                 cache.clear()
-            path = cache[name] = parent / name
+            path = parent / name
+            path = cache[name] = path / leaf if leaf else path
         return path
 
     # -- top level -----------------------------------------------------------
@@ -77,7 +79,7 @@ class Hive:
         return self._child("agents", self.agents_dir, name)
 
     def rom_path(self, name: str) -> Path:
-        return self.agent_dir(name) / "ROM.md"
+        return self._child("roms", self.agents_dir, name, "ROM.md")
 
     def is_agent(self, name: str) -> bool:
         """True if agents/<name>/ROM.md exists (and the name is a plain folder name)."""

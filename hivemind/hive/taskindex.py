@@ -289,21 +289,8 @@ class TaskIndex:
         """`active`, each task with the lstat its file was read under: a caller keying
         on the file's version needs no stat of its own."""
         found = []
-        parsed, paths = self._parsed, self._active_paths
-        for entry in md_entries(self.hive.active_dir_for(agent)):  # md_files, but ...
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                continue
-            # ... the same Path object for the same file, call after call: parsing the
-            # string and hashing the parts again cost more than the stat.
-            path = paths.get(entry.path)
-            if path is None:
-                if len(paths) > 4096:
-                    paths.clear()
-                path = paths[entry.path] = Path(entry.path)
+        parsed = self._parsed
+        for path, st in md_files(self.hive.active_dir_for(agent), self._active_paths):
             try:
                 # Not `_read`: a file in active/ is never one of tasks/ (no pending id).
                 task = parsed.load(path, st, read_task)

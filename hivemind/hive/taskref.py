@@ -50,15 +50,30 @@ def md_entries(folder: Path) -> list[os.DirEntry[str]]:
     ]
 
 
-def md_files(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
-    """Non-temp `*.md` entries of a folder with their lstat (symlinks not followed)."""
+def md_files(
+    folder: Path, paths: dict[str, Path] | None = None
+) -> Iterator[tuple[Path, os.stat_result]]:
+    """Non-temp `*.md` entries of a folder with their lstat (symlinks not followed).
+
+    `paths`: Path objects kept by file name across calls, for a caller that lists the
+    same folder every cycle (parsing the string and hashing the parts again cost more
+    than the stat)."""
     for entry in md_entries(folder):
         try:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
             continue
-        if not stat.S_ISDIR(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if paths is None:
             yield Path(entry.path), st
+            continue
+        path = paths.get(entry.path)
+        if path is None:
+            if len(paths) > 4096:
+                paths.clear()
+            path = paths[entry.path] = Path(entry.path)
+        yield path, st
 
 
 def slugify(title: str) -> str:

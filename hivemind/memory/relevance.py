@@ -100,7 +100,7 @@ class RelevanceScorer:
     def boost(self, block: AnyBlock) -> float:
         """The factor from task keywords and recent files (1.0 when neither applies)."""
         words = self.words(block) if self.task_keywords else frozenset()
-        return self.boost_for(words, _location(block) if self.recent_files else None)
+        return self.boosts([words], [file_of(block) if self.recent_files else None])[0]
 
     def words(self, block: AnyBlock) -> frozenset[str]:
         """The keywords of a block (they depend on the block alone, not on the task)."""
@@ -112,15 +112,12 @@ class RelevanceScorer:
             words = self._words[text] = keywords(text)
         return words
 
-    def boost_for(self, words: frozenset[str], path: str | None) -> float:
-        """`boost` of a block with these keywords and this file (see `file_of`)."""
-        return self.boosts([words], [path])[0]
-
     def boosts(
         self, words: Sequence[frozenset[str]], paths: Sequence[str | None]
     ) -> list[float]:
-        """`boost_for` of many blocks at once: callers that score the same blocks task
-        after task keep their keywords and files, and the set work runs in bulk."""
+        """`boost` of many blocks, given their keywords and files (see `file_of`):
+        callers that score the same blocks task after task keep both, and the set work
+        runs in bulk."""
         w = self.weights
         task = self.task_keywords
         if task:
@@ -177,6 +174,3 @@ def file_of(block: AnyBlock) -> str | None:
         return None
     path = getattr(block, "location", None) or getattr(block, "full_path", None)
     return path if isinstance(path, str) else None
-
-
-_location = file_of

@@ -87,12 +87,11 @@ def end_task_memory(ctx: ToolContext, ref: TaskRef, success: bool) -> dict[str, 
     """Consolidate the task's history, learn from its outcome, clear its task memory."""
     if ctx.ltm is None:
         return None
-    task_id, history_type = ref.task.id, BlockType.HISTORY
-    history = [  # one pass over working memory, in its order (as `by_type` would give)
-        b for b in ctx.working.blocks()
-        if isinstance(b, HistoryBlock) and b.type == history_type
-        and task_id in b.metadata.get("task_ids", ())
-    ]  # fmt: skip
+    task_id = ref.task.id
+    history = [  # working memory keeps its blocks indexed by type
+        b for b in ctx.working.by_type(BlockType.HISTORY)
+        if isinstance(b, HistoryBlock) and task_id in b.metadata.get("task_ids", ())
+    ]
     report = ctx.ltm.end_task(
         task_id, success=success, goal=_goal(ref), history=history,
         project=ref.task.project, agent=ctx.agent,
