@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 import pytest
@@ -60,6 +61,24 @@ def test_footprint_after_says_whether_a_later_call_must_wait(
     later: Footprint, earlier: Footprint, conflict: bool
 ) -> None:
     assert later.after(earlier) is conflict
+
+
+def test_a_call_waits_for_the_union_of_earlier_calls_exactly_when_it_waits_for_one() -> None:
+    """The round checks a call against what the unfinished calls touch together."""
+    names = [ANY, "files", "mail", "task:a", "task:b"]
+    rng = random.Random(4)
+
+    def pick() -> Footprint:
+        return Footprint.of(reads=rng.sample(names, rng.randint(0, 2)),
+                            writes=rng.sample(names, rng.randint(0, 2)))
+
+    for _ in range(2000):
+        earlier = [pick() for _ in range(rng.randint(1, 4))]
+        later = pick()
+        union = Footprint.of()
+        for f in earlier:
+            union = union.union(f)
+        assert later.after(union) is any(later.after(f) for f in earlier)
 
 
 def footprint(name: str, **args: Any) -> Footprint:

@@ -8,6 +8,8 @@ it found, each pinned by a test that stops the work at the exact point.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from hivemind.agent.services import HiveServices
 from hivemind.hive import tasks as tasks_module
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
+from hivemind.hive.models import TaskState
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.llm.offline import OfflineProvider
@@ -119,19 +122,102 @@ async def test_a_crash_inside_complete_task_gives_exactly_one_notice(
     assert (hive.done_dir / "t1.md").read_text().count("## Result") == 1
 
 
-async def test_a_crash_between_writing_the_result_and_the_move_gives_one_result(
+async def test_a_crash_before_the_claimed_copy_is_removed_is_finished_at_restart(
     hive: Hive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     claimed(hive, "t1")
-    monkeypatch.setattr(tasks_module, "move_into", crash_once(tasks_module.move_into))
+    monkeypatch.setattr(tasks_module, "_remove", crash_once(tasks_module._remove))
 
     with pytest.raises(Crash):
         await complete(hive)
+    # Killed after the finished version was linked into done/: both copies are there.
+    assert (hive.active_dir_for("worker") / "t1.md").exists()
+    assert (hive.done_dir / "t1.md").exists()
+
+    services = HiveServices.open(hive, OfflineProvider(), fast_config(hive))
+    Agent("worker", services).recover()  # what the restarted daemon does first
+
+    assert not list(hive.active_dir_for("worker").glob("*.md"))
+    assert services.board.active("worker") == []
+    assert (hive.done_dir / "t1.md").read_text().count("## Result") == 1
+
+
+def test_restart_keeps_a_claimed_task_whose_id_was_done_before(hive: Hive) -> None:
+    """A copy claimed after its finished twin was done is new work, not a leftover (the
+    board refuses a dropped duplicate id; a copy put into active/ by hand is kept)."""
+    claimed(hive, "t1")
+    board = TaskBoard(hive, settle_time=0)
+    [ref] = board.active("worker")
+    text = ref.path.read_text()
+    board.complete(ref, "first time", "worker")
+    time.sleep(0.02)  # past the coarse clock's tick
+    (hive.active_dir_for("worker") / "t1.md").write_text(text)
+
+    assert TaskBoard(hive, settle_time=0).retire_finished("worker") == []
+    assert (hive.active_dir_for("worker") / "t1.md").exists()
+
+
+@pytest.mark.parametrize("change", ["other agent", "other text", "not done"])
+def test_restart_keeps_a_claimed_task_unless_done_has_its_finished_version(
+    hive: Hive, change: str
+) -> None:
+    claimed(hive, "t1")
+    agent = "someone" if change == "other agent" else "worker"
+    body = "Another thing." if change == "other text" else "Do the thing."
+    status = "failed" if change == "not done" else "done"
+    (hive.done_dir / "t1.md").write_text(
+        f"---\nid: t1\nstatus: {status}\nagent: {agent}\n"
+        "finished_at: 2099-01-01T00:00:00+00:00\n---\n"
+        f"# t1\n\n{body}\n\n## Result\n\nok\n"
+    )
+
+    assert TaskBoard(hive, settle_time=0).retire_finished("worker") == []
+    assert (hive.active_dir_for("worker") / "t1.md").exists()
+
+
+async def test_a_task_marked_done_in_place_is_moved_with_its_first_result(hive: Hive) -> None:
+    """Earlier versions marked the claimed file done before moving it: a crash in between
+    left it in active/ marked done. Completing it again moves it and keeps that result."""
+    claimed(hive, "t1")
+    (hive.active_dir_for("worker") / "t1.md").write_text(
+        "---\nid: t1\nstatus: done\nagent: worker\n"
+        "finished_at: 2026-01-01T00:00:00+00:00\n---\n# t1\n\n## Result\n\nfirst\n"
+    )
+
     content, is_error = await complete(hive)
 
     assert not is_error, content
     assert not list(hive.active_dir_for("worker").glob("*.md"))
-    assert (hive.done_dir / "t1.md").read_text().count("## Result") == 1
+    text = (hive.done_dir / "t1.md").read_text()
+    assert text.count("## Result") == 1 and "first" in text
+
+
+async def test_a_finished_task_is_listed_nowhere_while_its_copy_is_removed(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With removal in the background, the claimed copy is hidden until it is gone."""
+    claimed(hive, "t1")
+    ctx = make_ctx(hive)
+    board = ctx.board
+    assert isinstance(board, TaskBoard)
+    board.retire_in_background = True
+    gate = threading.Event()
+    real_remove = tasks_module._remove
+    monkeypatch.setattr(tasks_module, "_remove", lambda path: gate.wait(5) and real_remove(path))
+
+    result = await default_registry().execute(
+        ctx, ToolCall(id="c1", name="complete_task", input={"task_id": "t1", "result": "ok"})
+    )
+    assert not result.is_error, result.content
+    try:
+        assert (hive.active_dir_for("worker") / "t1.md").exists()  # not removed yet
+        assert board.active("worker") == []
+        assert board.find("t1").state is TaskState.DONE  # type: ignore[union-attr]
+        assert board.load().get("worker", 0) == 0
+    finally:
+        gate.set()
+    board.settle()
+    assert not (hive.active_dir_for("worker") / "t1.md").exists()
 
 
 def test_a_torn_last_audit_line_does_not_swallow_the_next_record(hive: Hive) -> None:

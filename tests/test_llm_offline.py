@@ -243,3 +243,47 @@ async def test_an_empty_context_means_nothing_to_do() -> None:
     response = await OfflineProvider().complete(make_request([], stable=[]))
     assert response.tool_calls == []
     assert "nothing to do" in response.text
+
+
+def split_like_the_builder(entries: list[dict[str, Any]], stable_count: int) -> tuple[str, str]:
+    encoded = [json.dumps(e) for e in entries]
+    stable = "[" + ",".join(encoded[:stable_count])
+    rest = ",".join(encoded[stable_count:])
+    if rest and stable_count:
+        rest = "," + rest
+    return stable, rest + "]"
+
+
+@pytest.mark.parametrize("stable_count", [0, 1, 2, 3, 4])
+async def test_the_context_read_in_two_parts_is_the_context_read_whole(
+    stable_count: int,
+) -> None:
+    """The stable part is parsed once per agent while unchanged; every request still
+    gives the calls of its whole context."""
+    provider, plain = OfflineProvider(), OfflineProvider()
+    for active in (["t1"], ["t1", "t2"], [], ["t3"]):
+        entries = [ROM, KNOWLEDGE, *(task(t) for t in active), message("m1", "human", "Hi")]
+        stable, volatile = split_like_the_builder(entries, min(stable_count, len(entries)))
+        request = make_request([], context_stable=stable, context_volatile=volatile)
+        whole = make_request([], context_stable=stable + volatile, context_volatile="")
+        got = await provider.complete(request)
+        want = await plain.complete(whole)
+        assert calls_of(got.tool_calls) == calls_of(want.tool_calls)
+        assert len(got.tool_calls) == 3 * len(active) + 1
+
+
+async def test_a_changed_stable_part_is_read_again() -> None:
+    provider = OfflineProvider()
+    for asker in ("bob", "cy"):
+        stable, volatile = split_like_the_builder([ROM, task("t1", reply_to=asker)], 2)
+        request = make_request([], context_stable=stable, context_volatile=volatile)
+        [ack, *_] = (await provider.complete(request)).tool_calls
+        assert ack.input["to"] == asker
+
+
+async def test_a_broken_volatile_part_is_refused_like_a_broken_whole() -> None:
+    stable, _ = split_like_the_builder([ROM, task("t1")], 1)
+    with pytest.raises(ModelRequestError, match="not valid JSON"):
+        await OfflineProvider().complete(
+            make_request([], context_stable=stable, context_volatile=',{"id": ]')
+        )

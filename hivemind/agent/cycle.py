@@ -163,7 +163,9 @@ class Agent:
         self._flushing: set[asyncio.Future[None]] = set()
 
     def recover(self) -> list[int]:
-        """On daemon start: mark interrupted cycles, restore counters and budgets."""
+        """On daemon start: mark interrupted cycles, restore counters and budgets, and
+        drop claimed copies of tasks a stop left behind finished (`retire_finished`)."""
+        self.s.board.retire_finished(self.name)
         interrupted = self.audit.mark_interrupted()
         self.cycle_no = self.audit.last_cycle
         spent, per_task = self.audit.usage_since(start_of_day())
@@ -444,7 +446,8 @@ class Agent:
         the calls had run one by one.
         """
         cut = response.stop_reason == "max_tokens"
-        running: list[tuple[Footprint, asyncio.Task[ToolResult]]] = []
+        running: list[asyncio.Task[ToolResult]] = []
+        touched = Footprint.of()  # what the unfinished calls read and write, together
         started: list[asyncio.Task[ToolResult]] = []
         try:
             for i, call in enumerate(response.tool_calls):
@@ -453,11 +456,12 @@ class Agent:
                     started.append(_finished(_cut_call(call, cfg.max_output_tokens)))
                     continue
                 footprint = self.s.tools.footprint(call)
-                if any(footprint.after(earlier) for earlier, _ in running):
-                    await asyncio.wait([t for _, t in running])
-                    running = []
+                if running and footprint.after(touched):
+                    await asyncio.wait(running)
+                    running, touched = [], Footprint.of()
                 task = asyncio.ensure_future(self._run_tool(ctx, call, task_ids))
-                running.append((footprint, task))
+                running.append(task)
+                touched = touched.union(footprint)
                 started.append(task)
         finally:
             # Every call started runs to its end, whatever happens to the others (a tool's

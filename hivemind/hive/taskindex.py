@@ -60,6 +60,9 @@ class TaskIndex:
         self._load: dict[str, int] | None = None  # active tasks per agent (see `load`)
         self._active_paths: dict[str, Path] = {}  # file path -> its Path (see active_stats)
         self._load_at = 0.0
+        # Claimed copies of finished tasks on their way out (see TaskBoard._retire):
+        # listed nowhere, although a background thread has not removed them yet.
+        self._leaving: set[Path] = set()
         # Told of every move into or out of active/<agent>/ this board makes (a worker
         # process passes its moves on to the lead's board, see `moved_elsewhere`).
         self.on_load_change: Callable[[str, int], None] | None = None
@@ -289,8 +292,10 @@ class TaskIndex:
         """`active`, each task with the lstat its file was read under: a caller keying
         on the file's version needs no stat of its own."""
         found = []
-        parsed = self._parsed
+        parsed, leaving = self._parsed, self._leaving
         for path, st in md_files(self.hive.active_dir_for(agent), self._active_paths):
+            if leaving and path in leaving:
+                continue
             try:
                 # Not `_read`: a file in active/ is never one of tasks/ (no pending id).
                 task = parsed.load(path, st, read_task)
@@ -307,8 +312,12 @@ class TaskIndex:
         from tasks/active/ again every LOAD_TTL seconds for moves made elsewhere."""
         now = time.monotonic()
         if self._load is None or now - self._load_at > LOAD_TTL:
+            # list() copies the set at once: a background thread may shrink it meanwhile.
+            leaving = [path.parent for path in list(self._leaving)]
             self._load = {
-                a: len(md_entries(self.hive.active_dir_for(a))) for a in self.active_agents()
+                a: len(md_entries(folder)) - leaving.count(folder)
+                for a in self.active_agents()
+                for folder in (self.hive.active_dir_for(a),)
             }
             self._load_at = now
         return dict(self._load)
@@ -396,7 +405,7 @@ class TaskIndex:
     def find(self, task_id: str) -> TaskRef | None:
         """Where the task with this id is now (any state but rejected)."""
         for path, state, agent in self._canonical(task_id):
-            if os.path.lexists(path):
+            if os.path.lexists(path) and path not in self._leaving:
                 ref = self._ref_at(path, state, agent, task_id)
                 if state is not TaskState.PENDING or ref.id == task_id:
                     return ref

@@ -9,16 +9,29 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hivemind.errors import FileFormatError, UserError
-from hivemind.hive.atomic import Steps, atomic_write_steps, create_new_steps, move_into, run
+from hivemind.hive.atomic import (
+    Steps,
+    atomic_write_steps,
+    create_new_steps,
+    link_new,
+    move_into,
+    move_unique,
+    run,
+    write_temp,
+)
 from hivemind.hive.frontmatter import first_heading, read_task, render_task
+from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task, TaskState, check_file_id
 from hivemind.hive.taskindex import TaskIndex
-from hivemind.hive.taskref import TaskRef, append_section, slugify
+from hivemind.hive.taskref import TaskRef, append_section, as_utc, md_files, slugify
 from hivemind.memory.blocks import utcnow
 
 __all__ = ["TaskBoard", "TaskIndex", "TaskRef", "slugify"]
@@ -28,6 +41,16 @@ logger = logging.getLogger(__name__)
 
 class TaskBoard(TaskIndex):
     """Reads and moves task files; safe to use from several processes at once."""
+
+    def __init__(self, hive: Hive, settle_time: float = 0.05, *, fsync: bool = True) -> None:
+        super().__init__(hive, settle_time, fsync=fsync)
+        # Remove a finished task's claimed copy in a background thread (the daemon sets
+        # it; see `_retire`). Off, the copy is gone when `complete` returns.
+        self.retire_in_background = False
+        self._retirer: ThreadPoolExecutor | None = None
+        self._retire_lock = threading.Lock()
+        self._to_remove: list[Path] = []
+        self._draining = False
 
     # -- moving ------------------------------------------------------------------
     def claim(self, ref: TaskRef, agent: str) -> TaskRef | None:
@@ -94,6 +117,8 @@ class TaskBoard(TaskIndex):
         return False
 
     def _owned(self, ref: TaskRef, agent: str) -> Task:
+        if ref.path in self._leaving:
+            raise UserError(f"task {ref.id} is done already (in {self.hive.done_dir.name}/)")
         if ref.path.parent != self.hive.active_dir_for(agent):
             where = self.hive.relative(ref.path.parent)
             raise UserError(f"task {ref.id} is not claimed by {agent} (it is in {where}/)")
@@ -112,11 +137,18 @@ class TaskBoard(TaskIndex):
         return run(self.complete_steps(ref, result, agent))
 
     def complete_steps(self, ref: TaskRef, result: str, agent: str) -> Steps[TaskRef]:
-        """`complete` as a durable operation (see `atomic.run_async`)."""
+        """`complete` as a durable operation (see `atomic.run_async`).
+
+        The finished version is written under a temp name in done/, flushed and linked
+        in as `<id>.md`; then the claimed copy is removed (`_retire`). A crash between
+        the two leaves both: `retire_finished` removes the claimed copy at the next start.
+        """
         task = self._owned(ref, agent)
-        # Already marked done here, by this agent: a crash came between writing the result
-        # and the move; finish the move and keep that first result (never a second one).
-        if not (task.status is TaskState.DONE and task.agent == agent and task.finished_at):
+        if task.status is TaskState.DONE and task.agent == agent and task.finished_at:
+            # Marked done in place (as earlier versions did before the move): finish the
+            # move and keep that first result, never a second one.
+            dest = move_into(ref.path, self.hive.done_dir, f"{task.id}.md")
+        else:
             task = task.model_copy(
                 update={
                     "status": TaskState.DONE,
@@ -125,11 +157,113 @@ class TaskBoard(TaskIndex):
                     "body": append_section(task.body, "Result", result),
                 }
             )
-            yield from atomic_write_steps(ref.path, render_task(task), fsync=self.fsync)
-        dest = move_into(ref.path, self.hive.done_dir, f"{task.id}.md")
+            dest = yield from self._publish(task, ref.path.parent, self.hive.done_dir)
+            self._retire(ref.path)
         self._parsed.forget(ref.path)
         self._loaded(agent, -1)
         return TaskRef(task, dest, TaskState.DONE, agent, time.time())
+
+    def _publish(self, task: Task, beside: Path, folder: Path) -> Steps[Path]:
+        """Write `task` into `folder` as `<id>.md` (or `<id>-1.md`, ... if that name is
+        taken), whole: under a temp name in `beside` first (a small folder: a file is
+        created in done/ of thousands three times slower), flushed, then linked in
+        without replacing."""
+        name, data = f"{task.id}.md", render_task(task).encode("utf-8")
+        tmp = write_temp(beside, name, data, fsync=False)
+        try:
+            if self.fsync:
+                yield [tmp]
+            dest = folder / name
+            try:
+                linked = link_new(tmp, dest)
+            except FileNotFoundError:
+                if folder.is_dir():
+                    raise
+                folder.mkdir(parents=True, exist_ok=True)  # made on first use
+                linked = link_new(tmp, dest)
+            if not linked:
+                dest = move_unique(tmp, folder, name)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return dest
+
+    def _retire(self, path: Path) -> None:
+        """Remove the claimed copy of a task whose finished version is in done/.
+
+        Freeing a file is the slowest step of a completion on ext4 (measured: 90 µs,
+        against 20 for a rename), so with `retire_in_background` a thread does it while
+        the agent goes on; until it is gone this board lists it nowhere. If it cannot be
+        removed it stays hidden here, and `retire_finished` tries again at the next start.
+        """
+        if not self.retire_in_background:
+            _remove(path)
+            return
+        self._leaving.add(path)
+        with self._retire_lock:
+            self._to_remove.append(path)
+            if self._draining:
+                return  # the thread at work takes it with the rest
+            self._draining = True
+        if self._retirer is None:
+            self._retirer = ThreadPoolExecutor(1, thread_name_prefix="hivemind-retire")
+        self._retirer.submit(self._drain)
+
+    def _drain(self) -> None:
+        """In the background thread: remove what `_retire` queued, in batches."""
+        while True:
+            with self._retire_lock:
+                batch, self._to_remove = self._to_remove, []
+                if not batch:
+                    self._draining = False
+                    return
+            for path in batch:
+                if _remove(path):
+                    self._leaving.discard(path)
+
+    def settle(self) -> None:
+        """Wait until every finished task's claimed copy is removed (at shutdown)."""
+        if self._retirer is not None:
+            self._retirer.shutdown(wait=True)
+            self._retirer = None
+
+    def retire_finished(self, agent: str) -> list[str]:
+        """Remove claimed copies of `agent`'s tasks that a crash left behind although
+        their finished versions reached done/ (see `complete_steps`); their ids.
+
+        A finished version is this copy's when it has the same id and text (plus the
+        result), was finished by `agent`, and after the copy was claimed (its ctime):
+        an earlier task of the same id done before is not mistaken for it.
+        """
+        gone = []
+        for path, st in md_files(self.hive.active_dir_for(agent)):
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            try:
+                claimed = read_task(path)
+            except (OSError, FileFormatError):
+                continue
+            twin = next((t for t in self._done_versions(path.name)
+                         if _finishes(t, claimed, agent, st.st_ctime)), None)
+            if twin is None:
+                continue
+            logger.info("%s: removed; its finished version is %s (a stop came between "
+                        "the two steps)", path, self.hive.relative(twin))
+            if _remove(path):
+                self._parsed.forget(path)
+                gone.append(claimed.id)
+        if gone:
+            self._load = None  # listed afresh
+        return gone
+
+    def _done_versions(self, name: str) -> Iterator[Path]:
+        """done/<name> and the `<stem>-1.md`, ... names a taken name moves on to."""
+        stem = name[:-3]
+        for n in range(10_000):
+            path = self.hive.done_dir / (name if n == 0 else f"{stem}-{n}.md")
+            if not os.path.lexists(path):
+                return
+            yield path
 
     def fail(self, ref: TaskRef, reason: str, agent: str, *, final: bool = False) -> TaskRef:
         """Count the attempt; back to tasks/ while attempts < max_attempts, else failed/.
@@ -198,3 +332,31 @@ class TaskBoard(TaskIndex):
             n += 1
             candidate = f"{base}-{n}"
         return candidate
+
+
+def _finishes(path: Path, claimed: Task, agent: str, claimed_at: float) -> bool:
+    """True if the task file at `path` is `claimed` finished by `agent` after `claimed_at`."""
+    try:
+        finished = read_task(path)
+    except (OSError, FileFormatError):
+        return False
+    return (
+        finished.id == claimed.id
+        and finished.status is TaskState.DONE
+        and finished.agent == agent
+        and finished.finished_at is not None
+        and as_utc(finished.finished_at).timestamp() >= claimed_at
+        and finished.body.startswith(claimed.body.rstrip("\n"))
+    )
+
+
+def _remove(path: Path) -> bool:
+    """Unlink `path`; False (logged) if it is still there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        logger.warning("%s: could not be removed: %s", path, exc)
+        return False
+    return True

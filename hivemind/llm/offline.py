@@ -7,7 +7,6 @@ without an API key. Everything it writes says it comes from the offline provider
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
@@ -39,13 +38,54 @@ def estimate_tokens(text: str) -> int:
 
 def read_context(request: ModelRequest) -> list[dict[str, Any]]:
     """The JSON context's entries; a context that is not a JSON array is a bug upstream."""
+    return _entries(request.context_json or "[]")
+
+
+def _entries(text: str) -> list[dict[str, Any]]:
     try:
-        entries = json.loads(request.context_json or "[]")
+        entries = json.loads(text)
     except json.JSONDecodeError as e:
         raise ModelRequestError(f"offline provider: the context is not valid JSON: {e}") from e
     if not isinstance(entries, list):
         raise ModelRequestError("offline provider: the context is not a JSON array")
     return [entry for entry in entries if isinstance(entry, dict)]
+
+
+class _ContextReader:
+    """`read_context`, with each agent's stable part parsed once while it is unchanged.
+
+    The stable part is an array's opening and its first entries (`[a,b`), the volatile
+    part the rest (`,c]`, or `c]` / `]`): two arrays of their own, read apart. A split
+    that does not read that way is read whole.
+    """
+
+    def __init__(self) -> None:
+        self._stable: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+
+    def read(self, request: ModelRequest) -> list[dict[str, Any]]:
+        stable, volatile = request.context_stable, request.context_volatile
+        if not stable.startswith("[") or not volatile.endswith("]"):
+            return read_context(request)
+        if stable == "[" or volatile == "]":
+            rest = volatile
+        elif volatile.startswith(","):
+            rest = volatile[1:]
+        else:
+            return read_context(request)
+        try:
+            head = self._head(request.agent, stable)
+            tail = _entries("[" + rest)
+        except ModelRequestError:
+            return read_context(request)
+        return [*head, *tail]
+
+    def _head(self, agent: str, stable: str) -> list[dict[str, Any]]:
+        known = self._stable.get(agent)
+        if known is not None and known[0] == stable:
+            return known[1]
+        entries = _entries(stable + "]") if stable != "[" else []
+        self._stable[agent] = (stable, entries)
+        return entries
 
 
 def _meta(entry: dict[str, Any]) -> dict[str, Any]:
@@ -170,8 +210,10 @@ class OfflineProvider:
     offline = True
 
     def __init__(self) -> None:
-        # Per agent, the digest of the last cacheable prefix: a repeat is a cache read.
-        self._last_prefix: dict[str, str] = {}
+        # Per agent, the last cacheable prefix (tools, system, stable context): a repeat
+        # is a cache read.
+        self._last_prefix: dict[str, tuple[str, str, str]] = {}
+        self._context = _ContextReader()
         # (ids of the specs, their JSON, the specs: kept alive so no id is reused)
         self._tools: tuple[tuple[int, ...], str, list[ToolSpec]] | None = None
 
@@ -182,7 +224,7 @@ class OfflineProvider:
             calls: list[ToolCall] = []
             text = f"{LABEL} done: {made} tool calls"
         else:
-            plan = _Plan(request, read_context(request))
+            plan = _Plan(request, self._context.read(request))
             calls = plan.build()
             if calls:
                 text = (
@@ -212,12 +254,11 @@ class OfflineProvider:
         overhead = estimate_tokens(request.system + tools)
         total = request.context_tokens + overhead
         # The cached prefix is tools → system → stable context, as the API caches it.
-        prefix = "\x00".join((tools, request.system, request.context_stable))
+        prefix = (tools, request.system, request.context_stable)
         cached = min(overhead + estimate_tokens(request.context_stable), total)
-        digest = hashlib.sha256(prefix.encode()).hexdigest()
-        hit = self._last_prefix.get(request.agent) == digest
-        self._last_prefix[request.agent] = digest
-        written = sum(len(json.dumps(c.input, sort_keys=True)) for c in calls)
+        hit = self._last_prefix.get(request.agent) == prefix
+        self._last_prefix[request.agent] = prefix
+        written = len(json.dumps([c.input for c in calls])) if calls else 0
         return Usage(
             input_tokens=total - cached,
             output_tokens=8 + estimate_tokens(text) + written // 4,

@@ -84,6 +84,11 @@ class Footprint:
     def of(reads: Iterable[str] = (), writes: Iterable[str] = ()) -> Footprint:
         return Footprint(frozenset(reads), frozenset(writes))
 
+    def union(self, other: Footprint) -> Footprint:
+        """What two calls touch together: a call is `after` the union exactly when it
+        is `after` one of them."""
+        return Footprint(self.reads | other.reads, self.writes | other.writes)
+
     def after(self, earlier: Footprint) -> bool:
         """True if this call must wait until `earlier` (a call before it) has finished:
         it reads what that one writes, or writes what that one reads. Two blind writes
