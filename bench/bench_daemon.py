@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -70,6 +71,17 @@ def file_create_us(folder: Path, n: int = 300) -> float:
     return statistics.median(times) * 1e6
 
 
+def python_ms() -> float:
+    """The machine's own pace just before a run: CPU ms of a fixed piece of pure Python
+    (this machine's vCPUs share cores with other guests; its speed swings too)."""
+    start = time.thread_time()
+    for i in range(10_000):
+        record = {"id": i, "name": str(i), "tags": [i, i + 1]}
+        json.dumps(record)
+        sorted(record)
+    return (time.thread_time() - start) * 1000
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -100,6 +112,7 @@ def _summarise(rounds: list[dict[str, Any]]) -> list[str]:
     spread = f" ({min(rates):.0f}–{max(rates):.0f})" if len(rates) > 1 else ""
     return [
         f"{statistics.median(r['create_us'] for r in rounds):.0f}",
+        f"{statistics.median(r['python_ms'] for r in rounds):.0f}",
         f"{min(r['done'] for r in rounds)}",
         f"{statistics.median(rates):.0f}{spread}",
         f"{statistics.median(r['cycles'] for r in rounds):.0f}",
@@ -158,7 +171,7 @@ def main() -> None:
         for n, (fsync, workers) in enumerate(setups * args.repeat):
             tmp = Path(base) / f"run{n}"
             tmp.mkdir()
-            create_us = file_create_us(tmp)
+            create_us, python = file_create_us(tmp), python_ms()
             hive = make_hive(tmp / "hive", n_agents, n_tasks)
             os.sync()  # setup's dirty pages must not slow the measured run
             daemon, seconds, reports = asyncio.run(run(hive, fsync, workers))
@@ -169,7 +182,7 @@ def main() -> None:
             # The idle check's settle time is not work: take it off the wall time.
             busy = max(1e-9, seconds - 0.2)
             runs[(fsync, workers)].append({
-                "create_us": create_us, "done": done, "rate": done / busy,
+                "create_us": create_us, "python_ms": python, "done": done, "rate": done / busy,
                 "cycles": len(reports), "seconds": seconds, "reason": daemon.exit_reason,
                 "overhead": [r.overhead_ms for r in solo_reports],
                 "tools": [r.tools_ms for r in solo_reports],
@@ -178,6 +191,7 @@ def main() -> None:
     results = [_summarise(runs[setup]) for setup in setups]
     labels = [
         ("disk: one file created, bare syscalls (µs, before each run)", ""),
+        ("CPU: a fixed piece of Python (ms, before each run)", ""),
         ("tasks done", f"{n_tasks}"),
         ("tasks/s (drop → done), median (range)", "≥ 500"),
         ("cycles", ""),

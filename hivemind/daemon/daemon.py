@@ -333,8 +333,7 @@ class Daemon:
             return
         runner.failures = 0
         self._last_activity = time.monotonic()
-        runner.wake.set()  # look again: the cycle may have left work (new tasks, replies)
-        self.request_dispatch()
+        self.request_dispatch()  # tasks finished: others may be claimable now
         if self.options.max_cycles is not None and self.totals.cycles >= self.options.max_cycles:
             self.stop("max-cycles")
 
