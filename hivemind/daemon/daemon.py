@@ -26,6 +26,7 @@ from hivemind.daemon.status import IdleState, RunTotals, StatusWriter, hive_idle
 from hivemind.daemon.workers import WorkerLink, WorkerSpec, deal, share_of_calls
 from hivemind.errors import WorkerLostError
 from hivemind.hive.layout import Hive
+from hivemind.hive.leftovers import sweep_temps
 from hivemind.hive.models import AgentConfig, HiveConfig
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 from hivemind.llm.base import Provider
@@ -144,6 +145,7 @@ class Daemon:
     async def run(self) -> str:
         """Run until stopped; returns why it stopped ("idle", "signal", "max-cycles", ...)."""
         with HiveLock(self.hive):
+            sweep_temps(self.hive)  # under the lock: no other daemon writes here
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):

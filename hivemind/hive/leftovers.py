@@ -1,0 +1,93 @@
+"""Temp files a stopped process left behind, removed when the daemon starts.
+
+Every file the hive writes goes through a temp name first (`atomic.temp_name`:
+`.<name>.<pid>-<salt>-<n>.tmp`; status.json's is `.status.<pid>.tmp`). A process
+killed between writing one and renaming it leaves it there: readers skip it, so
+nothing is lost, but nothing would ever remove it either. A temp name whose
+process is gone is such a leftover; one of a live process (a CLI command running
+beside the daemon) is left alone, and so is every name the hive did not make
+(an editor's `.notes.md.tmp`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from hivemind.hive.layout import Hive
+
+logger = logging.getLogger(__name__)
+
+_OURS = re.compile(r"\A\..+\.(\d+)-[0-9a-f]{6}-\d+\.tmp\Z", re.DOTALL)
+_STATUS = re.compile(r"\A\.status\.(\d+)\.tmp\Z")
+
+
+def writer_pid(name: str) -> int | None:
+    """The pid in a temp name the hive made; None for any other name."""
+    match = _OURS.match(name) or _STATUS.match(name)
+    return int(match.group(1)) if match else None
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or not a pid we can ask about
+    return True
+
+
+def _subfolders(parent: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(parent) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _folders(hive: Hive) -> Iterator[Path]:
+    """Where the hive writes through temp names: its own folders, not the whole root
+    (the example hive is a source checkout)."""
+    yield from (hive.state_dir, hive.tasks_dir, hive.done_dir, hive.failed_dir)
+    yield from _subfolders(hive.active_dir)
+    yield from _subfolders(hive.agents_dir)
+    yield from (box / "tmp" for box in _subfolders(hive.mailboxes_dir))
+    for tree in (hive.workspace_dir, hive.knowledge_dir):
+        for dirpath, _dirs, _files in os.walk(tree):  # symlinked folders are not followed
+            yield Path(dirpath)
+
+
+def sweep_temps(hive: Hive) -> list[Path]:
+    """Remove the temp files of processes that are gone; the paths removed."""
+    removed: list[Path] = []
+    alive: dict[int, bool] = {}
+    for folder in _folders(hive):
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            pid = writer_pid(entry.name)
+            if pid is None or not entry.is_file(follow_symlinks=False):
+                continue
+            if pid not in alive:
+                alive[pid] = _alive(pid)
+            if alive[pid]:
+                continue
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                logger.warning("%s: a stopped process's temp file could not be removed: %s",
+                               entry.path, exc)
+                continue
+            removed.append(Path(entry.path))
+    if removed:
+        logger.info("removed %d temp file(s) left by stopped processes", len(removed))
+    return removed
