@@ -116,7 +116,7 @@ def rewrite_in_place(path: Path, text: str) -> None:
 def test_a_rom_rewritten_while_the_daemon_runs_is_never_half_read(hive: Hive) -> None:
     rom = write_agent(hive, "worker")
     rom.write_text(ROM_A)
-    tasks = 150  # enough work that the editor rewrites the ROM many times meanwhile
+    tasks = 300  # enough work that the editor rewrites the ROM many times meanwhile
     for i in range(tasks):
         write_task(hive, f"t{i:03d}")
     provider = CountingProvider()

@@ -139,9 +139,10 @@ class TaskBoard(TaskIndex):
     def complete_steps(self, ref: TaskRef, result: str, agent: str) -> Steps[TaskRef]:
         """`complete` as a durable operation (see `atomic.run_async`).
 
-        The finished version is written under a temp name in done/, flushed and linked
-        in as `<id>.md`; then the claimed copy is removed (`_retire`). A crash between
-        the two leaves both: `retire_finished` removes the claimed copy at the next start.
+        The finished version is written under a temp name beside the claimed copy,
+        flushed and linked into done/ as `<id>.md` (never replacing a file); then the
+        claimed copy is removed (`_retire`). A crash between the two leaves both:
+        `retire_finished` removes the claimed copy at the next start.
         """
         task = self._owned(ref, agent)
         if task.status is TaskState.DONE and task.agent == agent and task.finished_at:
@@ -165,9 +166,9 @@ class TaskBoard(TaskIndex):
 
     def _publish(self, task: Task, beside: Path, folder: Path) -> Steps[Path]:
         """Write `task` into `folder` as `<id>.md` (or `<id>-1.md`, ... if that name is
-        taken), whole: under a temp name in `beside` first (a small folder: a file is
-        created in done/ of thousands three times slower), flushed, then linked in
-        without replacing."""
+        taken), whole: under a temp name in `beside` first (a small folder: creating a
+        file in a done/ of thousands took three times as long here), flushed, then
+        linked in without replacing."""
         name, data = f"{task.id}.md", render_task(task).encode("utf-8")
         tmp = write_temp(beside, name, data, fsync=False)
         try:
