@@ -316,3 +316,16 @@ def test_a_task_end_on_a_closed_store_says_so(hive: Hive) -> None:
     ltm.close()
     with pytest.raises(StoreError, match="closed"):
         ltm.end_task("t1", success=True, goal=None, agent="ann")
+
+
+def test_an_empty_store_finds_what_another_store_remembers_next(hive: Hive) -> None:
+    """Recall skips the search while the store is empty, by a count that follows other
+    connections' commits: the first memory anyone adds is found at once."""
+    with LongTermMemory(hive) as ours, LongTermMemory(hive) as theirs:
+        assert ours.recall("deploy", agent="a") == []  # empty: the count is now known
+        theirs.remember("deploy on Fridays is forbidden", agent="b", scope="global")
+        assert [m.content for m in ours.recall("deploy", agent="a")] == [
+            "deploy on Fridays is forbidden"
+        ]
+        theirs.backend.delete_many([r.id for r in theirs.backend.list_all()])
+        assert ours.recall("deploy", agent="a") == []

@@ -204,12 +204,19 @@ class LongTermMemory:
         Records the access (recency, access count, TD trace) unless `record_access=False`.
         """
         now = at or utcnow()
+        if self._empty():
+            return []  # nothing to find: no search (every cycle recalls, most hives start empty)
         found = self.retriever.retrieve(
             query, scope_filter(project, task_id), k=k, at=now, goal=goal
         )
         if record_access:
             self._accessed(found, task_id, now)
         return found
+
+    def _empty(self) -> bool:
+        """True if the store holds no memory at all, by the backend's own count (one
+        PRAGMA while it is known); False when the backend keeps no counts."""
+        return counting(self.backend) is not None and self.backend.count() == 0
 
     def context_for(
         self,
