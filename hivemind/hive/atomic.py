@@ -11,6 +11,7 @@ import ctypes
 import errno
 import itertools
 import os
+import re
 import secrets
 import sys
 import threading
@@ -39,6 +40,15 @@ def temp_name(name: str) -> str:
     """A unique hidden `.tmp` name for `name`; every hive reader skips it."""
     # pid + counter is unique among live processes; the salt covers a reused pid.
     return f".{_head(name)}.{os.getpid()}-{_temp_salt}-{next(_temp_seq)}.tmp"
+
+
+_TEMP_NAME = re.compile(r"\A\..+\.(\d+)-[0-9a-f]{6}-\d+\.tmp\Z", re.DOTALL)
+
+
+def temp_writer(name: str) -> int | None:
+    """The pid of the process that made `name` with `temp_name`; None for other names."""
+    match = _TEMP_NAME.match(name)
+    return int(match.group(1)) if match else None
 
 
 def fsync_dir(path: Path) -> None:

@@ -17,18 +17,20 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from hivemind.hive.atomic import temp_writer
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)
 
-_OURS = re.compile(r"\A\..+\.(\d+)-[0-9a-f]{6}-\d+\.tmp\Z", re.DOTALL)
-_STATUS = re.compile(r"\A\.status\.(\d+)\.tmp\Z")
+_STATUS = re.compile(r"\A\.status\.(\d+)\.tmp\Z")  # status.json's own temp name
 
 
 def writer_pid(name: str) -> int | None:
     """The pid in a temp name the hive made; None for any other name."""
-    match = _OURS.match(name) or _STATUS.match(name)
-    return int(match.group(1)) if match else None
+    pid = temp_writer(name)
+    if pid is None and (match := _STATUS.match(name)):
+        pid = int(match.group(1))
+    return pid
 
 
 def _alive(pid: int) -> bool:

@@ -238,14 +238,14 @@ class TaskBoard(TaskIndex):
         """
         gone = []
         for path, st in md_files(self.hive.active_dir_for(agent)):
-            if not stat.S_ISREG(st.st_mode):
-                continue
+            twins = list(self._done_versions(path.name))
+            if not twins or not stat.S_ISREG(st.st_mode):
+                continue  # the common case at a start: nothing in done/ by that name
             try:
                 claimed = read_task(path)
             except (OSError, FileFormatError):
                 continue
-            twin = next((t for t in self._done_versions(path.name)
-                         if _finishes(t, claimed, agent, st.st_ctime)), None)
+            twin = next((t for t in twins if _finishes(t, claimed, agent, st.st_ctime)), None)
             if twin is None:
                 continue
             logger.info("%s: removed; its finished version is %s (a stop came between "

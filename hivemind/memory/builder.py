@@ -224,15 +224,15 @@ class ContextBuilder:
         part = self._parts.get(id(block))
         # Pydantic gives a block a new __dict__ on every assignment; the loader returns
         # the same LoadedContent object while the file is unchanged.
-        if part is not None and part.dict is block.__dict__:
+        if part is not None and part.dict is not block.__dict__:
+            part = None  # made for other field values
+        if part is not None:
             if loaded is not None and part.source is loaded:
                 return part
             if loaded is None and type(block) in _TEXT_OF_STR_FIELDS:
                 return part  # its text is made of str fields: unchanged with the fields
         source: LoadedContent | str = block.inline_content() if loaded is None else loaded
-        if part is not None and part.dict is block.__dict__ and (
-            part.source is source or (loaded is None and part.source == source)
-        ):
+        if part is not None and loaded is None and part.source == source:
             return part
         part = self._restamped(block, source) or self._render(block, source)
         self._parts[id(block)] = self._latest[block.id] = part
