@@ -165,3 +165,51 @@ async def test_only_agents_new_mail_is_watched(hive: Hive) -> None:
         await asyncio.to_thread(post.send, "human", "bob", "Hi", "hello")
         event = await expect(w)
         assert (event.kind, event.agent) == (Kind.MAIL_ARRIVED, "bob")
+
+
+async def test_a_task_leaving_tasks_wakes_nothing_and_is_tidied_with_the_next_news(
+    hive: Hive,
+) -> None:
+    async with HiveWatcher(hive, settle_time=0.02, rescan_interval=60) as w:
+        wakes: list[int] = []
+        take = w._take_inbox
+
+        def counted() -> None:
+            wakes.append(len(w._inbox))
+            take()
+
+        w._take_inbox = counted  # type: ignore[method-assign]
+        job = hive.tasks_dir / "job.md"
+        job.write_text("# Job\n")
+        assert await expect(w) == HiveEvent(Kind.TASK_DROPPED, job, None)
+        wakes.clear()
+        job.rename(hive.root / "claimed.md")  # what a claim does: the file leaves tasks/
+        for _ in range(300):  # the OS event reaches the observer thread
+            if job in w._inbox:
+                break
+            await asyncio.sleep(0.01)
+        assert job in w._inbox
+        await nothing_more(w, 0.2)
+        assert wakes == [] and job in w._inbox  # no loop wake-up for it
+        # The next news takes it along, in order: the same name dropped again is news.
+        job.write_text("# Job, again\n")
+        assert await expect(w) == HiveEvent(Kind.TASK_DROPPED, job, None)
+        assert wakes and w._inbox == []
+        await nothing_more(w)
+
+
+async def test_a_task_that_left_is_forgotten_by_the_rescan_without_other_news(
+    hive: Hive,
+) -> None:
+    async with HiveWatcher(hive, settle_time=0.02, rescan_interval=0.2) as w:
+        job = hive.tasks_dir / "job.md"
+        job.write_text("# Job\n")
+        await expect(w)
+        assert job in w._known
+        job.unlink()
+        for _ in range(300):
+            if job not in w._known:
+                break
+            await asyncio.sleep(0.01)
+        assert job not in w._known and w._inbox == []
+        await nothing_more(w)

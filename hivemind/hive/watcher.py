@@ -78,6 +78,12 @@ _EVENT_TYPES: list[type[FileSystemEvent]] = [
 ]
 
 
+# A task leaving tasks/ (claimed) or a message leaving new/ (read) wakes nobody: the
+# daemon made most of these itself. They only tidy what the watcher knows, at its next
+# wake-up for something else (or the rescan), instead of waking the loop each.
+_GONE_IS_NO_NEWS = frozenset({HiveEventKind.TASK_DROPPED, HiveEventKind.MAIL_ARRIVED})
+
+
 @dataclass(frozen=True)
 class HiveEvent:
     """Something in the hive changed: what, which file, and whose (mail, ROM)."""
@@ -102,15 +108,17 @@ class _Handler(FileSystemEventHandler):
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         dest = getattr(event, "dest_path", "")
-        for raw in (event.src_path, dest):
+        gone = event.event_type in ("deleted", "moved")  # the source path no longer is
+        for raw, left in ((event.src_path, gone), (dest, False)):
             text = os.fsdecode(raw) if raw else ""
             if not text.startswith(self.prefix):
                 continue
             rel = text[len(self.prefix) :].replace(os.sep, "/")
             if event.is_directory:
                 self._directory(rel)
-            elif classify(rel, self.watcher.watch_globs):
-                self.watcher._raw_from_thread(Path(text))
+            elif kinds := classify(rel, self.watcher.watch_globs):
+                news = not left or any(kind not in _GONE_IS_NO_NEWS for kind, _ in kinds)
+                self.watcher._raw_from_thread(Path(text), wake=news)
 
     def _directory(self, rel: str) -> None:
         parts = rel.split("/")
@@ -162,6 +170,7 @@ class HiveWatcher:
         # Raw paths from the observer thread, handed over in batches (one loop wake-up).
         self._inbox: list[Path] = []
         self._inbox_lock = threading.Lock()
+        self._woken = False  # a _take_inbox is on its way to the loop
 
     # -- lifecycle -------------------------------------------------------------
     async def __aenter__(self) -> HiveWatcher:
@@ -288,17 +297,20 @@ class HiveWatcher:
     def _kick_rescan(self) -> None:
         self._kick.set()
 
-    def _raw_from_thread(self, path: Path) -> None:
-        """Observer thread: queue the path; wake the loop only if the queue was empty."""
+    def _raw_from_thread(self, path: Path, *, wake: bool = True) -> None:
+        """Observer thread: queue the path; wake the loop if `wake` and no wake-up is on
+        its way already. A path queued without one waits for the next (or the rescan)."""
         with self._inbox_lock:
-            first = not self._inbox
             self._inbox.append(path)
+            first = wake and not self._woken
+            self._woken = self._woken or wake
         if first:
             self._threadsafe(self._take_inbox)
 
     def _take_inbox(self) -> None:
+        """Every queued path, in the order the OS reported them, starts settling."""
         with self._inbox_lock:
-            paths, self._inbox = self._inbox, []
+            paths, self._inbox, self._woken = self._inbox, [], False
         for path in paths:
             self._on_raw(path)
 
@@ -423,6 +435,7 @@ class HiveWatcher:
 
     def _reconcile(self, snapshot: dict[Path, Sig]) -> None:
         """Feed every difference between disk and what was handed on through settling."""
+        self._take_inbox()  # paths the OS reported first, in their order
         for path, sig in snapshot.items():
             if self._known.get(path) != sig and path not in self._last_raw:
                 self._on_raw(path)
