@@ -119,6 +119,40 @@ def test_heartbeat_after_work_costs_nothing(hive: Hive) -> None:
     assert (hive.done_dir / "t1.md").exists()
 
 
+def test_a_watched_file_that_changes_makes_its_agent_think_once(hive: Hive) -> None:
+    # No task and no mail: the change of a file in the ROM's `watch` is input enough.
+    write_agent(hive, "worker", front="heartbeat: 0.02\nwatch: [workspace/*.md]\n")
+    notes = hive.root / "workspace" / "notes.md"
+    notes.parent.mkdir(exist_ok=True)
+    provider = CountingProvider()
+    daemon = Daemon(hive, fast_config(hive), provider, RunOptions())
+
+    async def calls_settle() -> int:
+        seen = -1
+        for _ in range(40):  # until no call came for 0.25 s
+            await asyncio.sleep(0.25)
+            if len(provider.requests) == seen:
+                break
+            seen = len(provider.requests)
+        return seen
+
+    async def main() -> tuple[int, int, int]:
+        task = asyncio.create_task(daemon.run())
+        before = await calls_settle()
+        notes.write_text("# Notes\n\nThe plan changed.\n")
+        after_edit = await calls_settle()
+        await asyncio.sleep(0.5)  # heartbeats, the file unchanged
+        daemon.stop("test")
+        await task
+        return before, after_edit, len(provider.requests)
+
+    before, after_edit, at_end = asyncio.run(main())
+    assert before == 0
+    assert after_edit == 1  # one cycle, one model call (it has no tool to call)
+    assert at_end == 1
+    assert "workspace/notes.md" in provider.requests[0].context_ids
+
+
 def test_delegated_tasks_wait_for_their_dependencies(hive: Hive) -> None:
     write_agent(hive, "a")
     write_agent(hive, "b")

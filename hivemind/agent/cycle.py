@@ -234,7 +234,9 @@ class Agent:
                     f"budget of {cfg.budget.per_task}; it was moved to tasks/failed/.",
                 )
             self.s.task_changed()
-        return not p.has_work
+        # Paused if the budget failed every task and nothing else is new (a watched
+        # file that changed is input on its own).
+        return not (p.has_work or (p.watch_keys - self.seen))
 
     async def _think(self, cfg: AgentConfig, p: Perception, report: CycleReport) -> None:
         self.cycle_no += 1
