@@ -120,3 +120,83 @@ async def test_a_failed_background_flush_is_logged_not_raised(
     await agent.settle()
     assert "audit flush failed" in caplog.text
     assert str(audit) in caplog.text
+
+
+# -- one trip to the disk a cycle -------------------------------------------------
+
+
+@dataclass
+class Trip:
+    """One trip of the flusher's worker: what it flushed, and what showed then."""
+
+    paths: list[Path]
+    starts: int  # `cycle_start` lines in the audit file when it was flushed
+    done: list[str]  # files in tasks/done/ at that moment
+
+
+@pytest.fixture
+def trips(hive: Hive, monkeypatch: pytest.MonkeyPatch) -> list[Trip]:
+    seen: list[Trip] = []
+    inner = atomic.flush_many
+    audit = hive.audit_path(AGENT)
+
+    def log(requests: Sequence[Sequence[Path]]) -> list[OSError | None]:
+        text = audit.read_text(encoding="utf-8") if audit.exists() else ""
+        seen.append(Trip(
+            paths=[Path(p) for paths in requests for p in paths],
+            starts=text.count('"event": "cycle_start"'),
+            done=sorted(p.name for p in hive.done_dir.glob("*.md")),
+        ))
+        return inner(requests)
+
+    monkeypatch.setattr(atomic, "flush_many", log)
+    return seen
+
+
+async def test_the_start_line_rides_with_the_tools_flush_before_any_effect_shows(
+    hive: Hive, trips: list[Trip]
+) -> None:
+    agent = open_agent(hive)
+    claim_one(agent, "write-it")
+    report = await agent.cycle()
+    assert report.ran and report.tasks_done == 1
+    audit = hive.audit_path(AGENT)
+    first = trips[0]
+    # One trip carries the start line and the tools' files together ...
+    assert audit in first.paths and len(first.paths) > 1, trips
+    assert first.starts == 1
+    # ... and nothing the tools made was visible before it.
+    assert first.done == []
+    assert (hive.done_dir / "write-it.md").is_file()
+    # The cycle's record goes later (with the next flush, or on its own).
+    assert len(trips) == 1
+    await agent.settle()
+    assert len(trips) == 2 and trips[1].paths == [audit]
+
+
+async def test_a_record_left_alone_is_flushed_after_a_short_delay(
+    hive: Hive, trips: list[Trip]
+) -> None:
+    agent = open_agent(hive)
+    claim_one(agent, "write-it")
+    await agent.cycle()
+    assert len(trips) == 1
+    # Nobody flushes anything else and nobody calls settle: the record still goes.
+    for _ in range(200):
+        if len(trips) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert len(trips) == 2, trips
+    assert trips[1].paths == [hive.audit_path(AGENT)]
+
+
+async def test_a_cycle_whose_tools_flush_nothing_flushes_its_start_line_itself(
+    hive: Hive, trips: list[Trip]
+) -> None:
+    write_agent(hive, AGENT, front="watch: [workspace/*.md]\n")
+    (hive.root / "workspace").mkdir(exist_ok=True)
+    (hive.root / "workspace" / "notes.md").write_text("# Notes\n")
+    agent = Agent(AGENT, HiveServices.open(hive, OfflineProvider(), fast_config(hive)))
+    report = await asyncio.wait_for(agent.cycle(), 5.0)  # it must not wait forever
+    assert report.ran and report.tool_calls == 0, report
+    assert trips and trips[0].paths == [hive.audit_path(AGENT)] and trips[0].starts == 1

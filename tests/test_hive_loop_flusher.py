@@ -140,3 +140,31 @@ async def test_one_request_for_many_files_is_one_trip(tmp_path: Path, count: int
     await flusher.flush(paths)
 
     assert (flusher.trips - trips, flusher.requests - requests) == (1, 1)
+
+
+async def test_a_lazy_request_waits_for_the_next_trip_and_shares_it(tmp_path: Path) -> None:
+    flusher = this_loops_flusher()
+    lazy_file, eager_file = files(tmp_path, 2)
+    trips = flusher.trips
+
+    lazy = flusher.request([lazy_file], lazy=True)
+    await asyncio.sleep(0.05)
+    assert not lazy.done() and flusher.trips == trips  # it started no trip of its own
+
+    await flusher.flush([eager_file])
+    await asyncio.wait_for(lazy, 5.0)
+    assert flusher.trips - trips == 1  # both went in the eager request's trip
+
+
+async def test_kick_sends_lazy_requests_when_nobody_else_flushes(tmp_path: Path) -> None:
+    flusher = this_loops_flusher()
+    (lazy_file,) = files(tmp_path, 1)
+    trips = flusher.trips
+
+    lazy = flusher.request([lazy_file], lazy=True)
+    flusher.kick()
+    await asyncio.wait_for(lazy, 5.0)
+    assert flusher.trips - trips == 1
+    flusher.kick()  # nothing waits: no empty trip
+    await asyncio.sleep(0.05)
+    assert flusher.trips - trips == 1

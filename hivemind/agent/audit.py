@@ -75,10 +75,21 @@ class AuditLog:
             os.close(fd)
         return record
 
-    async def flushed(self) -> None:
-        """Return once every record written so far is on disk (unless fsync is off)."""
+    def flushed(self, *, lazy: bool = False) -> asyncio.Future[None]:
+        """Done once every record written so far is on disk (at once if fsync is off).
+        `lazy`: the flush rides with the next one asked for on this loop (`kick` starts
+        it if none is), so a cycle's start line and its tools' files share one trip."""
+        loop = asyncio.get_running_loop()
+        if not self.fsync:
+            done: asyncio.Future[None] = loop.create_future()
+            done.set_result(None)
+            return done
+        return LoopFlusher.of(loop).request([self.path], lazy=lazy)
+
+    def kick(self) -> None:
+        """Start the flush of lazy requests now if nothing else has (see `flushed`)."""
         if self.fsync:
-            await LoopFlusher.of(asyncio.get_running_loop()).flush([self.path])
+            LoopFlusher.of(asyncio.get_running_loop()).kick()
 
     def _needs_redacting(self, line: str) -> bool:
         """True if the JSON line holds a secret-looking key or a known secret.

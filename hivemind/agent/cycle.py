@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 SUMMARY_CHARS = 300
 FINISHED_ID = "context:finished"
 FINISHED_KEPT = 20
+RECORD_FLUSH_DELAY = 0.05  # s a cycle record may wait to ride with another flush
 
 
 @dataclass
@@ -249,10 +250,11 @@ class Agent:
         request = self._request(cfg, view)
         report.prefix_reuse = self._prefix_reuse(request)
         report.input_tokens = built.tokens
-        # The start line is written now; its flush overlaps the model call. Tools' own
-        # flushes queue behind it, so it is on disk before any of their effects shows.
+        # The start line is written now and flushed with the first files the tools
+        # flush (one trip to the disk, not two), so it is on disk before any of their
+        # effects shows; a cycle whose tools flush nothing flushes it at its end.
         self.audit.write("cycle_start", cycle=self.cycle_no, tasks=task_ids, mail=mail_ids)
-        start_flushed = asyncio.ensure_future(self.audit.flushed())
+        start_flushed = self.audit.flushed(lazy=True)
         ctx = ToolContext(
             hive=self.s.hive, agent=self.name, config=cfg, board=self.s.board, post=self.s.post,
             working=self.working, active_tasks=dict(p.active), ltm=self.s.ltm,
@@ -289,6 +291,7 @@ class Agent:
             report.error = f"{type(exc).__name__}: {exc}"
             report.retry = True
         finally:
+            self.audit.kick()
             await start_flushed
             self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
             marks_mail = await self._record_flushed(p, report, calls)
@@ -315,9 +318,12 @@ class Agent:
         return False
 
     def _flush_in_background(self) -> None:
-        flush = asyncio.ensure_future(self.audit.flushed())
+        """The record rides with the next flush asked for (the next cycle's tools, another
+        agent's), or goes on its own after `RECORD_FLUSH_DELAY`: one trip, not two."""
+        flush = self.audit.flushed(lazy=True)
         self._flushing.add(flush)
         flush.add_done_callback(self._flush_done)
+        asyncio.get_running_loop().call_later(RECORD_FLUSH_DELAY, self.audit.kick)
 
     def _flush_done(self, flush: asyncio.Future[None]) -> None:
         self._flushing.discard(flush)
@@ -328,6 +334,7 @@ class Agent:
     async def settle(self) -> None:
         """Wait until every audit record written so far is on disk (at shutdown)."""
         if self._flushing:
+            self.audit.kick()
             await asyncio.wait(list(self._flushing))
 
     async def _reflect(self, cfg: AgentConfig, p: Perception) -> None:

@@ -293,15 +293,26 @@ class LoopFlusher:
 
     async def flush(self, paths: Sequence[Path]) -> None:
         """Return once the files of `paths` are on disk (raises the flush's OSError)."""
-        if not paths:
-            return
+        if paths:
+            await self.request(paths)
+
+    def request(self, paths: Sequence[Path], *, lazy: bool = False) -> asyncio.Future[None]:
+        """A future done once the files of `paths` are on disk (or failed with the
+        flush's OSError). A `lazy` request starts no trip of its own: it rides with
+        the next one that starts (or with `kick`), for a file that must be on disk
+        before other flushed files are used, but need not be sooner."""
         future: asyncio.Future[None] = self._loop.create_future()
         self._waiting.append((paths, future))
-        if not self._busy:
+        if not lazy:
+            self.kick()
+        return future
+
+    def kick(self) -> None:
+        """Start a trip for whatever waits, unless one is under way (it takes them next)."""
+        if self._waiting and not self._busy:
             self._busy = True
             # Start at the end of this loop iteration: coroutines ready now join in.
             self._loop.call_soon(self._start)
-        await future
 
     def _start(self) -> None:
         batch, self._waiting = self._waiting, []
