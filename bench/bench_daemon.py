@@ -9,8 +9,8 @@ second run with one agent, so other agents' cycles do not inflate it.
     python bench/bench_daemon.py            # 50 agents, 5 000 tasks
     python bench/bench_daemon.py --quick    # 10 agents, 500 tasks
 
-Three runs: fsync on and off in one process, and fsync on with the agents spread
-over `--workers` processes (`[daemon] workers`).
+Three runs: the default (fsync on, `[daemon] workers = "auto"`: a process per core
+for a hive this big), then fsync on and off in one process.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from rich.table import Table
 
 from hivemind.agent.cycle import CycleReport
 from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.daemon.workers import process_count
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.llm.offline import OfflineProvider
@@ -89,13 +90,17 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+MODEL_CALLS = 8  # the cap on concurrent model calls in these runs
+
+
 async def run(
-    hive: Hive, fsync: bool = True, workers: int = 1
+    hive: Hive, fsync: bool = True, workers: int | None = 1
 ) -> tuple[Daemon, float, list[CycleReport]]:
+    """Run the daemon until idle; `workers` None: hive.toml's default ("auto")."""
     config = load_hive_config(hive)
     config.daemon.settle_time = 0.0
     config.daemon.fsync = fsync
-    config.daemon.max_concurrent_calls = 8
+    config.daemon.max_concurrent_calls = MODEL_CALLS
     reports: list[CycleReport] = []
     options = RunOptions(until_idle=True, idle_settle=0.2, workers=workers)
     daemon = Daemon(hive, config, OfflineProvider(), options, on_cycle=reports.append)
@@ -135,10 +140,6 @@ def main() -> None:
         help="rounds of every setup, medians reported (default 3; --quick: 1)",
     )
     parser.add_argument(
-        "--workers", type=int, default=2,
-        help="processes for the third column (default 2: one per core here)",
-    )
-    parser.add_argument(
         "--dir", type=Path, default=None,
         help="folder for the hives (default: the system temp folder); e.g. /dev/shm to "
         "take the disk out of the measure",
@@ -154,11 +155,15 @@ def main() -> None:
         f" (medians of {args.repeat} rounds)"
     )
     table.add_column("measure")
-    setups = [(True, 1), (False, 1), (True, args.workers)]
+    # The default (workers "auto": a process per core for a hive this big), then one
+    # process alone, with fsync on and off.
+    auto = process_count("auto", n_agents, MODEL_CALLS)
+    setups: list[tuple[bool, int | None]] = [(True, None), (True, 1), (False, 1)]
     for fsync, workers in setups:
+        shown = f"{auto} process{'es' if auto > 1 else ''}" if workers is None else "1 process"
         table.add_column(
-            f"fsync {'on' if fsync else 'off'}, {workers} process{'es' if workers > 1 else ''}"
-            + (" (default)" if fsync and workers == 1 else ""),
+            f"fsync {'on' if fsync else 'off'}, {shown}"
+            + (" (default: workers auto)" if workers is None else ""),
             justify="right",
         )
     table.add_column("target", justify="right")
@@ -166,19 +171,21 @@ def main() -> None:
     # all of them alike; each figure is the median over the rounds.
     # Hives are removed only at the end: deleting one (tens of thousands of files)
     # keeps the filesystem busy well into the next run (measured: a fifth slower).
-    runs: dict[tuple[bool, int], list[dict[str, object]]] = {s: [] for s in setups}
+    runs: dict[tuple[bool, int | None], list[dict[str, object]]] = {s: [] for s in setups}
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-daemon-") as base:
         for n, (fsync, workers) in enumerate(setups * args.repeat):
             tmp = Path(base) / f"run{n}"
             tmp.mkdir()
             create_us, python = file_create_us(tmp), python_ms()
-            hive = make_hive(tmp / "hive", n_agents, n_tasks)
+            # The one-agent run first: right after a big run (worker processes exiting,
+            # the disk writing back), its cycles would carry that run's tail.
+            solo = make_hive(tmp / "solo", 1, 50 if args.quick else 200)
             os.sync()  # setup's dirty pages must not slow the measured run
+            _, _, solo_reports = asyncio.run(run(solo, fsync, workers))
+            hive = make_hive(tmp / "hive", n_agents, n_tasks)
+            os.sync()
             daemon, seconds, reports = asyncio.run(run(hive, fsync, workers))
             done = len(list(hive.done_dir.glob("*.md")))
-            solo = make_hive(tmp / "solo", 1, 50 if args.quick else 200)
-            os.sync()
-            _, _, solo_reports = asyncio.run(run(solo, fsync, workers))
             # The idle check's settle time is not work: take it off the wall time.
             busy = max(1e-9, seconds - 0.2)
             runs[(fsync, workers)].append({

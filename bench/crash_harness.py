@@ -16,8 +16,9 @@ moments, restarted each time, and finally left to run until idle. Then:
   once per cycle that saw the mail (ended or cut short);
 - every mail `human` dropped for an agent ends in its cur/ exactly once;
 - the audit log: every cycle a kill left open (a `cycle_start` without its
-  record, counted right after each kill) gets exactly one `interrupted` record
-  on restart, and no cycle number is used twice;
+  record, counted right after each kill, once the killed daemon's worker
+  processes, if it had any, have ended the cycles in hand and exited) gets
+  exactly one `interrupted` record on restart, and no cycle number is used twice;
 - `.hivemind/memory.db`, if there is one, passes `PRAGMA integrity_check`.
 
     python bench/crash_harness.py                      # 1 000 tasks, 100 kills, offline
@@ -186,6 +187,34 @@ def audit_records(hive: Hive) -> dict[str, list[dict[str, Any]]]:
                 records.append(rec)
         out[path.stem] = records
     return out
+
+
+WORKERS_EXIT = 30.0  # seconds a killed lead's workers may take to end their cycles
+
+
+def children(pid: int) -> list[int]:
+    """The pids of `pid`'s child processes (its workers), from /proc (Linux)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:
+            out.append(int(entry.name))
+    return out
+
+
+def wait_gone(pids: list[int], timeout: float) -> bool:
+    """True once none of `pids` runs any more (False after `timeout` seconds)."""
+    deadline = time.monotonic() + timeout
+    while any(Path(f"/proc/{pid}").exists() for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def open_cycles(hive: Hive) -> dict[str, set[int]]:
@@ -506,9 +535,14 @@ def run_crash(
                     wait_progress(hive, proc, targets[result.kills])
                     time.sleep(rng.uniform(0.0, jitter))
                 if proc.poll() is None:
+                    workers = children(proc.pid)
                     proc.send_signal(signal.SIGKILL)
                     proc.wait()
                     result.kills += 1
+                    # Its worker processes finish the cycle in hand and exit on their own.
+                    if not wait_gone(workers, WORKERS_EXIT):
+                        result.problems.append(f"kill {result.kills}: a worker outlived "
+                                               f"its lead by {WORKERS_EXIT:.0f} s")
                     opened = open_cycles(hive)
                     if opened:
                         result.kills_mid_cycle += 1

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from hivemind.agent.cycle import CycleReport
+from hivemind.daemon import workers as workers_module
 from hivemind.daemon.daemon import Daemon, RunOptions
-from hivemind.daemon.workers import deal, share_of_calls
+from hivemind.daemon.workers import AGENTS_PER_PROCESS, deal, process_count, share_of_calls
 from hivemind.errors import ConfigError
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
@@ -212,7 +213,55 @@ def test_share_of_calls_splits_the_cap_over_the_processes(
     assert share_of_calls(total, processes) == share
 
 
+@pytest.mark.parametrize(
+    ("cores", "agents", "calls", "expected"),
+    [
+        pytest.param(2, 3, 4, 1, id="a-small-hive-stays-in-one-process"),
+        pytest.param(2, AGENTS_PER_PROCESS, 4, 1, id="one-process-full-is-still-one"),
+        pytest.param(2, AGENTS_PER_PROCESS + 1, 4, 2, id="one-agent-more-takes-a-second"),
+        pytest.param(2, 50, 4, 2, id="never-more-than-the-cores"),
+        pytest.param(8, 50, 4, 4, id="never-more-than-the-model-call-cap"),
+        pytest.param(8, 50, 8, 4, id="one-per-16-agents-on-a-big-machine"),
+        pytest.param(1, 50, 4, 1, id="one-core-one-process"),
+    ],
+)
+def test_auto_workers_take_one_process_per_core_for_big_hives_only(
+    monkeypatch: pytest.MonkeyPatch, cores: int, agents: int, calls: int, expected: int
+) -> None:
+    monkeypatch.setattr(workers_module, "usable_cores", lambda: cores)
+    assert process_count("auto", agents, calls) == expected
+
+
+def test_a_number_of_workers_is_kept_within_the_agents_and_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(workers_module, "usable_cores", lambda: 1)  # a number ignores cores
+    assert process_count(3, 50, 4) == 3
+    assert process_count(3, 2, 4) == 2
+    assert process_count(3, 50, 2) == 2
+
+
+def test_usable_cores_counts_at_least_one_core() -> None:
+    assert workers_module.usable_cores() >= 1
+
+
 # -- config ---------------------------------------------------------------------
+
+
+def test_workers_default_to_auto_and_read_auto_or_a_number(hive: Hive) -> None:
+    assert load_hive_config(hive).daemon.workers == "auto"
+    hive.config_file.write_text('[daemon]\nworkers = "auto"\n')
+    assert load_hive_config(hive).daemon.workers == "auto"
+    hive.config_file.write_text("[daemon]\nworkers = 3\n")
+    assert load_hive_config(hive).daemon.workers == 3
+
+
+def test_a_word_other_than_auto_for_workers_is_refused_naming_the_key(hive: Hive) -> None:
+    hive.config_file.write_text('[daemon]\nworkers = "many"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_hive_config(hive)
+    assert "hive.toml: line 2: daemon.workers" in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def test_zero_workers_in_hive_toml_is_refused_in_one_line_naming_file_and_key(hive: Hive) -> None:
@@ -234,6 +283,46 @@ def test_no_more_processes_than_the_model_call_cap(tmp_path: Path) -> None:
     assert run.reason == "idle"
     assert run.daemon.workers == []
     assert done_stems(hive) == ["t1"]
+
+SCRIPT_WITHOUT_GUARD = """\
+import asyncio, json, sys
+from pathlib import Path
+from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.hive.config import load_hive_config
+from hivemind.hive.layout import Hive
+from hivemind.llm.offline import OfflineProvider
+
+hive = Hive(Path(sys.argv[1]))
+config = load_hive_config(hive)
+config.daemon.settle_time = 0.0
+in_worker = []
+def on_cycle(report):
+    in_worker.append(daemon.runners[report.agent].worker is not None)
+daemon = Daemon(hive, config, OfflineProvider(),
+                RunOptions(until_idle=True, idle_settle=0.2, workers=2), on_cycle=on_cycle)
+reason = asyncio.run(daemon.run())
+print(json.dumps({"reason": reason, "cycles_in_worker": sum(in_worker)}))
+"""
+
+
+def test_a_script_without_a_main_guard_can_run_workers(tmp_path: Path) -> None:
+    # spawn would run the script again in the worker, starting a second daemon there;
+    # the worker is started without the parent's __main__ instead.
+    hive = make_hive(tmp_path / "hive", ["ann", "bob"],
+                     {f"t{i}": f"assignee: {'ann' if i % 2 else 'bob'}\n" for i in range(4)})
+    script = tmp_path / "run_hive.py"
+    script.write_text(SCRIPT_WITHOUT_GUARD)
+    done = subprocess.run(
+        [sys.executable, str(script), str(hive.root)],
+        capture_output=True, text=True, env=env_without_key(), timeout=WAIT * 2, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["reason"] == "idle"
+    assert outcome["cycles_in_worker"] >= 1
+    assert done_stems(hive) == [f"t{i}" for i in range(4)]
+
 
 # -- an in-process run over two processes ---------------------------------------
 

@@ -84,8 +84,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--workers", min=1, max=64,
                 help="Spread the agents over N processes, one core each (default: "
-                "\\[daemon] workers of hive.toml, else 1). Worth it for many agents on a "
-                "multi-core machine; the cap on model calls is shared among them.",
+                "\\[daemon] workers of hive.toml, else auto: one process per core, one for "
+                "every 16 agents at most). The cap on model calls is shared among them.",
             ),
         ] = None,
     ) -> None:

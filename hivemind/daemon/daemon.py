@@ -23,7 +23,13 @@ from hivemind.agent.services import HiveServices
 from hivemind.daemon.dispatch import Dispatcher
 from hivemind.daemon.lock import HiveLock
 from hivemind.daemon.status import IdleState, RunTotals, StatusWriter, hive_idle_state
-from hivemind.daemon.workers import WorkerLink, WorkerSpec, deal, share_of_calls
+from hivemind.daemon.workers import (
+    WorkerLink,
+    WorkerSpec,
+    deal,
+    process_count,
+    share_of_calls,
+)
 from hivemind.errors import WorkerLostError
 from hivemind.hive.layout import Hive
 from hivemind.hive.leftovers import sweep_temps
@@ -207,7 +213,7 @@ class Daemon:
         agents this process runs itself."""
         wanted = self.options.workers or self.config.daemon.workers
         # Each process needs a model-call slot of its own, and together they keep the cap.
-        processes = max(1, min(wanted, len(names), self.config.daemon.max_concurrent_calls))
+        processes = process_count(wanted, len(names), self.config.daemon.max_concurrent_calls)
         shares = deal(names, processes)
         if processes > 1:
             calls = share_of_calls(self.config.daemon.max_concurrent_calls, processes)

@@ -22,14 +22,17 @@ import contextlib
 import dataclasses
 import itertools
 import multiprocessing
+import os
 import pickle
 import signal
+import sys
 import time
 import traceback
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Literal
 
 from hivemind.agent.budget import BudgetTracker
 from hivemind.agent.cycle import Agent, CycleReport
@@ -42,6 +45,9 @@ from hivemind.llm.offline import OfflineProvider
 from hivemind.llm.select import make_provider
 from hivemind.ltm.store import LongTermMemory
 
+AGENTS_PER_PROCESS = 16
+"""With `workers = "auto"`, a process more for every this many agents, up to one per
+core: offline, one process runs 16 agents' cycles with its core busy the whole time."""
 FIGURES_TTL = 2.0  # as the lead's: hive figures in STATUS blocks are this fresh
 STOP_TIMEOUT = 10.0  # seconds a worker has to exit once its cycles are done
 
@@ -81,6 +87,23 @@ class AgentState:
         agent.budget = self.budget
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def process_count(wanted: int | Literal["auto"], agents: int, max_calls: int) -> int:
+    """How many processes run `agents` agents: `wanted`, or with "auto" one per core
+    but one for every `AGENTS_PER_PROCESS` agents at most (a few agents never keep
+    a core busy, and a process costs its memory and start-up). Each needs a
+    model-call slot of its own, so never more than `max_calls`, nor than agents."""
+    count = min(usable_cores(), -(-agents // AGENTS_PER_PROCESS)) if wanted == "auto" else wanted
+    return max(1, min(count, agents, max_calls))
+
+
 def deal(names: list[str], processes: int) -> list[list[str]]:
     """Agents dealt round-robin over `processes` (the lead's share first)."""
     return [names[k::processes] for k in range(max(1, processes))]
@@ -92,6 +115,24 @@ def share_of_calls(total: int, processes: int) -> int:
 
 
 # -- the lead's side ------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _main_left_out() -> Iterator[None]:
+    """Start a spawned process without the parent's `__main__`.
+
+    spawn runs the parent's main script again in each child, which a script without
+    an `if __name__ == "__main__":` guard cannot survive (it would start a daemon of
+    its own there). A worker needs nothing from it: its entry point and everything
+    it is sent live in hivemind. The swap lasts as long as `Process.start` reads it.
+    """
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
 
 
 class WorkerLink:
@@ -126,7 +167,8 @@ class WorkerLink:
         """Start the process; its agents' states arrive once it has recovered them."""
         self._loop = asyncio.get_running_loop()
         self._ready = self._loop.create_future()
-        self.process.start()
+        with _main_left_out():
+            self.process.start()
         self._child_conn.close()
         self.alive = True
         self._loop.add_reader(self._conn.fileno(), self._readable)

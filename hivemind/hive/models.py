@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -177,11 +177,21 @@ class DaemonSettings(BaseModel):
     grace_period: float = Field(default=30.0, ge=0, description="seconds to finish cycles on stop")
     poll: bool = False
     loop_breaker: int = Field(default=3, ge=2, description="same tool call repeated N times")
-    workers: int = Field(
-        default=1, ge=1, le=64,
+    workers: int | Literal["auto"] = Field(
+        default="auto",
         description="processes the agents are spread over (one core each); the model-call "
-        "cap is shared among them, so it also caps their number",
+        "cap is shared among them, so it also caps their number. auto: one per core once "
+        "the hive has more agents than one process keeps busy (see daemon.workers)",
     )
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: Any) -> Any:
+        """One message for both forms, not one per member of the union."""
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)
+                               and 1 <= value <= 64):
+            return value
+        raise ValueError('must be "auto" or a number of processes from 1 to 64')
+
     fsync: bool = Field(
         default=True,
         description="flush every task move, delivery and audit line to disk; false keeps "
