@@ -5,7 +5,8 @@
 
 Scenarios:
   crash (offline / fake API)   SIGKILL at seeded random moments, restart, check
-                               (bench/crash_harness.py)
+                               (bench/crash_harness.py); offline also with 40
+                               agents, which run over worker processes
   bad input                    generated tasks, messages, ROMs, hive.toml; the
                                daemon and the CLI with all of it (bench/fuzz_harness.py)
   model faults, escapes and trust, concurrency
@@ -92,14 +93,19 @@ def main() -> int:
     started = time.monotonic()
 
     if args.only in (None, "crash"):
-        plans = ([("offline", 100, 10), ("anthropic", 50, 5)] if args.quick
-                 else [("offline", 1000, 100), ("anthropic", 1000, 100)])
-        for mode, tasks, kills in plans:
+        # (mode, tasks, kills, agents): 40 agents take worker processes (workers "auto")
+        # on a machine of two cores or more, whose cycles a killed lead leaves to end.
+        plans = ([("offline", 100, 10, 4), ("offline", 400, 10, 40), ("anthropic", 50, 5, 4)]
+                 if args.quick else
+                 [("offline", 1000, 100, 4), ("offline", 2000, 40, 40),
+                  ("anthropic", 1000, 100, 4)])
+        for mode, tasks, kills, agents in plans:
             label = f"{mode}, {tasks} tasks" if mode == "offline" else f"fake API, {tasks} tasks"
+            label += f", {agents} agents" if agents != 4 else ""
             print(f"running: crash, {label}, {kills} kills ...", file=sys.stderr, flush=True)
             with tempfile.TemporaryDirectory(prefix="hivemind-crash-") as tmp:
                 result = run_crash(Path(tmp) / "hive", tasks=tasks, kills=kills, seed=args.seed,
-                                   mode=mode)
+                                   mode=mode, agents=agents)
             crashes.append((label, result))
             rows.append(crash_row(label, result))
 
