@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hivemind.hive import inotify
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.models import AgentSettings
@@ -19,6 +20,16 @@ Kind = HiveEventKind
 
 # watchdog's benign double-registration race on folders created in a burst (see watcher.py).
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id .* already exists for watch")
+
+
+@pytest.fixture(autouse=True, params=["loop-inotify", "watchdog-threads"])
+def os_events(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: inotify read on the event loop (Linux), and watchdog's
+    observer threads (what other systems use)."""
+    if request.param == "loop-inotify" and not inotify.available():
+        pytest.skip("inotify is Linux's")
+    monkeypatch.setattr(HiveWatcher, "loop_inotify", request.param == "loop-inotify")
+    return str(request.param)
 
 
 def add_agent(hive: Hive, name: str, text: str = "# agent\n") -> Path:

@@ -1,6 +1,7 @@
-"""Hive events for the daemon: watchdog for speed, a periodic rescan for certainty.
+"""Hive events for the daemon: OS events for speed, a periodic rescan for certainty.
 
-A watchdog observer thread hands raw paths to the event loop; a path becomes a
+On Linux the event loop reads inotify itself (`hive/inotify.py`); elsewhere, and
+when polling, a watchdog observer thread hands raw paths to the loop. A path becomes a
 `HiveEvent` once its size and mtime have been stable for `settle_time`, and only
 if it differs from what was last handed on (duplicates coalesce). Every
 `rescan_interval` a stat snapshot of the watched files is diffed against what
@@ -39,6 +40,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
+from hivemind.hive import inotify
 from hivemind.hive.changes import HiveEventKind, classify, lstat_sig, snapshot
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.paths import glob_root
@@ -133,6 +135,10 @@ class _Handler(FileSystemEventHandler):
 class HiveWatcher:
     """`async with HiveWatcher(hive) as w: event = await w.next(timeout)`."""
 
+    loop_inotify = True
+    """On Linux, read inotify on the event loop (`hive/inotify.py`) rather than in
+    watchdog's observer threads; False keeps watchdog's (tests run both)."""
+
     def __init__(
         self,
         hive: Hive,
@@ -171,6 +177,7 @@ class HiveWatcher:
         self._inbox: list[Path] = []
         self._inbox_lock = threading.Lock()
         self._woken = False  # a _take_inbox is on its way to the loop
+        self._loop_thread: int | None = None
 
     # -- lifecycle -------------------------------------------------------------
     async def __aenter__(self) -> HiveWatcher:
@@ -180,7 +187,10 @@ class HiveWatcher:
         self._loop = asyncio.get_running_loop()
         self._known = await asyncio.to_thread(snapshot, self.hive, self.watch_globs)
         self._agents = {p.parent.name for p in self._known if p.name == "ROM.md"}
-        if self.os_events:
+        self._loop_thread = threading.get_ident()
+        if self.os_events and self._on_loop():
+            self._observer = self._start_loop_inotify()
+        elif self.os_events:
             self._observer = await asyncio.to_thread(self._start_observer)
         self._rescanner = asyncio.create_task(self._rescan_loop(), name="hive-rescan")
         return self
@@ -244,6 +254,27 @@ class HiveWatcher:
                 out.append((folder, rec))
         return out
 
+    def _on_loop(self) -> bool:
+        """True if OS events are read on the event loop (Linux inotify), not in
+        watchdog's threads (other systems, and polling)."""
+        return not self.poll and self.loop_inotify and inotify.available()
+
+    def _start_loop_inotify(self) -> inotify.LoopInotify | None:
+        try:
+            reader = inotify.LoopInotify(on_lost=self._kick_rescan)
+        except OSError as exc:  # e.g. the limit on inotify instances
+            logger.warning("%s: cannot watch (%s); relying on the rescan", self.hive.root, exc)
+            return None
+        self._handler = _Handler(self)
+        try:
+            self._schedule(reader)
+        except OSError as exc:  # e.g. the inotify watch limit: the rescan still works
+            reader.stop()
+            logger.warning("%s: cannot watch (%s); relying on the rescan", self.hive.root, exc)
+            return None
+        reader.start()
+        return reader
+
     def _start_observer(self) -> Any:
         observer = PollingObserver(timeout=self.poll_interval) if self.poll else Observer()
         self._handler = _Handler(self)
@@ -290,6 +321,9 @@ class HiveWatcher:
     def _threadsafe(self, callback: Any, *args: Any) -> None:
         loop = self._loop
         if loop is None or self._state is not _State.RUNNING:
+            return
+        if threading.get_ident() == self._loop_thread:
+            loop.call_soon(callback, *args)  # events read on the loop (no self-pipe write)
             return
         with contextlib.suppress(RuntimeError):  # the loop closed under us
             loop.call_soon_threadsafe(callback, *args)
@@ -423,7 +457,12 @@ class HiveWatcher:
                 await asyncio.wait_for(self._kick.wait(), self.rescan_interval)
             self._kick.clear()
             try:
-                if await asyncio.to_thread(self._watch_new_folders):
+                adding = (
+                    self._watch_new_folders()  # its watches belong to the loop's thread
+                    if isinstance(self._observer, inotify.LoopInotify)
+                    else await asyncio.to_thread(self._watch_new_folders)
+                )
+                if adding:
                     # A folder made a moment ago (a mailbox's new/ after the mailbox) may
                     # have had files put in it before its watch: look again right after.
                     self._kick.set()
