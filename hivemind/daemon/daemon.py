@@ -86,7 +86,6 @@ class Daemon:
         self.config = config
         self.options = options or RunOptions()
         self.services = HiveServices.open(hive, provider, config, secrets=secrets)
-        self.services.board.retire_in_background = True
         self.services.task_changed = self.request_dispatch
         self.services.mail_sent = self.wake_agents
         self.services.figures = self._figures
@@ -164,7 +163,6 @@ class Daemon:
                         loop.remove_signal_handler(sig)
                 await asyncio.gather(*(w.stop() for w in self.workers))
                 await asyncio.gather(*(r.agent.settle() for r in self.runners.values()))
-                self.services.board.settle()
                 await self.services.provider.aclose()
                 if self.services.ltm is not None:
                     self.services.ltm.close()

@@ -287,7 +287,6 @@ class _WorkerHost:
         config = spec.config.model_copy(deep=True)
         config.daemon.max_concurrent_calls = spec.model_calls
         services = HiveServices.open(hive, self._provider(), config, secrets=spec.secrets)
-        services.board.retire_in_background = True
         services.task_changed = lambda: self._send(("dispatch",))
         services.board.on_load_change = lambda agent, delta: self._send(("load", agent, delta))
         services.mail_sent = lambda names: self._send(("mail", list(names)))
@@ -306,7 +305,6 @@ class _WorkerHost:
             if self.cycles:
                 await asyncio.wait(self.cycles)
             await asyncio.gather(*(a.settle() for a in self.agents.values()))
-            services.board.settle()
         finally:
             await services.provider.aclose()
             services.ltm.close()

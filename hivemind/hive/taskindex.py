@@ -60,8 +60,8 @@ class TaskIndex:
         self._load: dict[str, int] | None = None  # active tasks per agent (see `load`)
         self._active_paths: dict[str, Path] = {}  # file path -> its Path (see active_stats)
         self._load_at = 0.0
-        # Claimed copies of finished tasks on their way out (see TaskBoard._retire):
-        # listed nowhere, although a background thread has not removed them yet.
+        # Claimed copies of finished tasks that could not be removed (see
+        # TaskBoard._retire): listed nowhere, until the next start removes them.
         self._leaving: set[Path] = set()
         # Told of every move into or out of active/<agent>/ this board makes (a worker
         # process passes its moves on to the lead's board, see `moved_elsewhere`).
@@ -312,8 +312,9 @@ class TaskIndex:
         from tasks/active/ again every LOAD_TTL seconds for moves made elsewhere."""
         now = time.monotonic()
         if self._load is None or now - self._load_at > LOAD_TTL:
-            # list() copies the set at once: a background thread may shrink it meanwhile.
-            leaving = [path.parent for path in list(self._leaving)]
+            # Copies that could not be removed, while they are still there.
+            self._leaving = {path for path in self._leaving if os.path.lexists(path)}
+            leaving = [path.parent for path in self._leaving]
             self._load = {
                 a: len(md_entries(folder)) - leaving.count(folder)
                 for a in self.active_agents()

@@ -10,10 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import stat
-import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hivemind.errors import FileFormatError, UserError
@@ -44,13 +42,6 @@ class TaskBoard(TaskIndex):
 
     def __init__(self, hive: Hive, settle_time: float = 0.05, *, fsync: bool = True) -> None:
         super().__init__(hive, settle_time, fsync=fsync)
-        # Remove a finished task's claimed copy in a background thread (the daemon sets
-        # it; see `_retire`). Off, the copy is gone when `complete` returns.
-        self.retire_in_background = False
-        self._retirer: ThreadPoolExecutor | None = None
-        self._retire_lock = threading.Lock()
-        self._to_remove: list[Path] = []
-        self._draining = False
 
     # -- moving ------------------------------------------------------------------
     def claim(self, ref: TaskRef, agent: str) -> TaskRef | None:
@@ -192,41 +183,14 @@ class TaskBoard(TaskIndex):
     def _retire(self, path: Path) -> None:
         """Remove the claimed copy of a task whose finished version is in done/.
 
-        Freeing a file is the slowest step of a completion on ext4 (measured: 90 µs,
-        against 20 for a rename), so with `retire_in_background` a thread does it while
-        the agent goes on; until it is gone this board lists it nowhere. If it cannot be
-        removed it stays hidden here, and `retire_finished` tries again at the next start.
+        Removed here and now: a background thread for it (freeing a file is the slowest
+        step of a completion on ext4) cost the event loop more in turns for the
+        interpreter lock than the removal itself (measured). A copy that cannot be
+        removed is listed nowhere by this board, and `retire_finished` tries again at
+        the next start.
         """
-        if not self.retire_in_background:
-            _remove(path)
-            return
-        self._leaving.add(path)
-        with self._retire_lock:
-            self._to_remove.append(path)
-            if self._draining:
-                return  # the thread at work takes it with the rest
-            self._draining = True
-        if self._retirer is None:
-            self._retirer = ThreadPoolExecutor(1, thread_name_prefix="hivemind-retire")
-        self._retirer.submit(self._drain)
-
-    def _drain(self) -> None:
-        """In the background thread: remove what `_retire` queued, in batches."""
-        while True:
-            with self._retire_lock:
-                batch, self._to_remove = self._to_remove, []
-                if not batch:
-                    self._draining = False
-                    return
-            for path in batch:
-                if _remove(path):
-                    self._leaving.discard(path)
-
-    def settle(self) -> None:
-        """Wait until every finished task's claimed copy is removed (at shutdown)."""
-        if self._retirer is not None:
-            self._retirer.shutdown(wait=True)
-            self._retirer = None
+        if not _remove(path):
+            self._leaving.add(path)
 
     def retire_finished(self, agent: str) -> list[str]:
         """Remove claimed copies of `agent`'s tasks that a crash left behind although
