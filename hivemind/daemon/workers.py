@@ -134,7 +134,6 @@ def _main_left_out() -> Iterator[None]:
         sys.modules["__main__"] = main
 
 
-
 class WorkerLink:
     """The lead's handle on one worker process: start, run a cycle there, stop."""
 

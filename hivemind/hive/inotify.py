@@ -117,7 +117,6 @@ class LoopInotify:
             _raise_errno("inotify_init1")
         self._fd = fd
         self._dirs: dict[int, tuple[str, bool]] = {}  # wd -> (folder, recursive)
-        self._wds: dict[str, int] = {}
         self._inodes: dict[int, tuple[int, int]] = {}  # wd -> (device, inode) when watched
         self._handler: _Dispatch | None = None
         self._reading = False
@@ -125,7 +124,8 @@ class LoopInotify:
     # -- the observer's interface ------------------------------------------------
     def schedule(self, handler: Any, path: str, *, recursive: bool = False,
                  event_filter: Any = None) -> None:
-        """Watch `path` (and, if `recursive`, every folder below it)."""
+        """Watch `path` (and, if `recursive`, every folder below it). `event_filter` is
+        watchdog's parameter: the events asked for here are always `MASK`'s."""
         self._handler = cast(_Dispatch, handler)
         self._watch(path, recursive)
         if recursive:
@@ -155,19 +155,14 @@ class LoopInotify:
         wd = _libc.add_watch(self._fd, os.fsencode(folder), MASK)
         if wd < 0:
             _raise_errno("inotify_add_watch", Path(folder))
-        old = self._dirs.get(wd)
-        if old is not None and old[0] != folder:
-            self._wds.pop(old[0], None)  # the same folder under a name it had before
+        old = self._dirs.get(wd)  # the same folder, maybe under the name it had before
         self._dirs[wd] = (folder, recursive or (old is not None and old[1]))
-        self._wds[folder] = wd
         with contextlib.suppress(OSError):
             self._inodes[wd] = _inode(folder)
 
     def _forget(self, wd: int) -> None:
         self._inodes.pop(wd, None)
-        gone = self._dirs.pop(wd, None)
-        if gone is not None and self._wds.get(gone[0]) == wd:
-            del self._wds[gone[0]]
+        self._dirs.pop(wd, None)
 
     def _watch_new_folder(self, folder: str) -> None:
         """A folder made (or moved in) below a recursive watch: watch it and its own."""

@@ -183,6 +183,7 @@ class DaemonSettings(BaseModel):
         "cap is shared among them, so it also caps their number. auto: one per core once "
         "the hive has more agents than one process keeps busy (see daemon.workers)",
     )
+
     @field_validator("workers", mode="before")
     @classmethod
     def _workers(cls, value: Any) -> Any:

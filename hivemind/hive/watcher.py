@@ -102,7 +102,8 @@ class _State(enum.Enum):
 
 
 class _Handler(FileSystemEventHandler):
-    """Runs in the observer thread: filters, then hands paths to the loop."""
+    """Runs where the OS events are read (watchdog's thread, or the loop): filters,
+    then hands paths to the loop."""
 
     def __init__(self, watcher: HiveWatcher) -> None:
         self.watcher = watcher
@@ -173,7 +174,7 @@ class HiveWatcher:
         self._seen_sig: dict[Path, Sig | None] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._checking: asyncio.Task[None] | None = None
-        # Raw paths from the observer thread, handed over in batches (one loop wake-up).
+        # Raw paths from the handler, handed over in batches (one loop wake-up).
         self._inbox: list[Path] = []
         self._inbox_lock = threading.Lock()
         self._woken = False  # a _take_inbox is on its way to the loop
@@ -220,7 +221,8 @@ class HiveWatcher:
         if self._observer is not None:
             observer, self._observer = self._observer, None
             observer.stop()
-            await asyncio.shield(asyncio.to_thread(observer.join))
+            if not isinstance(observer, inotify.LoopInotify):  # it has no thread
+                await asyncio.shield(asyncio.to_thread(observer.join))
 
     def _watched_folders(self) -> list[tuple[Path, bool]]:
         """(folder, recursive): only what events are made of, so a hive that is also a
@@ -332,8 +334,9 @@ class HiveWatcher:
         self._kick.set()
 
     def _raw_from_thread(self, path: Path, *, wake: bool = True) -> None:
-        """Observer thread: queue the path; wake the loop if `wake` and no wake-up is on
-        its way already. A path queued without one waits for the next (or the rescan)."""
+        """From the handler (in any thread): queue the path; wake the loop if `wake` and
+        no wake-up is on its way already. A path queued without one waits for the next
+        (or the rescan)."""
         with self._inbox_lock:
             self._inbox.append(path)
             first = wake and not self._woken
