@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from hivemind.hive import atomic
 from hivemind.hive.atomic import LoopFlusher, atomic_write_steps, run_async
 
 
@@ -168,3 +171,45 @@ async def test_kick_sends_lazy_requests_when_nobody_else_flushes(tmp_path: Path)
     flusher.kick()  # nothing waits: no empty trip
     await asyncio.sleep(0.05)
     assert flusher.trips - trips == 1
+
+
+async def test_quick_flushes_run_on_the_loop_and_slow_ones_in_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = asyncio.get_running_loop()
+    flusher = LoopFlusher(loop)  # its own, with no history
+    paths = files(tmp_path, 6)
+    inner = atomic.flush_many
+    delay = [0.0]
+
+    def disk(requests: Sequence[Sequence[Path]]) -> list[OSError | None]:
+        time.sleep(delay[0])  # a disk this slow right now
+        return inner(requests)
+
+    monkeypatch.setattr(atomic, "flush_many", disk)
+    await flusher.flush([paths[0]])
+    assert (flusher.trips, flusher.in_thread) == (1, 0)  # quick: done on the loop
+
+    delay[0] = 0.05
+    await flusher.flush([paths[1]])  # found slow only now: still on the loop
+    assert flusher.recent > atomic.INLINE_FLUSH_MAX
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.005)
+
+    beat = asyncio.create_task(ticker())
+    await flusher.flush([paths[2]])  # slow: in a thread, the loop runs meanwhile
+    beat.cancel()
+    assert flusher.in_thread == 1 and ticks >= 3
+
+    delay[0] = 0.0
+    for path in paths[3:] * 10:  # quick again: back on the loop once the form shows it
+        await flusher.flush([path])
+    assert flusher.recent <= atomic.INLINE_FLUSH_MAX
+    threaded = flusher.in_thread
+    await flusher.flush([paths[3]])
+    assert flusher.in_thread == threaded

@@ -15,6 +15,7 @@ import re
 import secrets
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
@@ -270,18 +271,28 @@ def flush_many(requests: Sequence[Sequence[Path]]) -> list[OSError | None]:
     return errors
 
 
+INLINE_FLUSH_MAX = 0.001
+"""Seconds a flush may take, on recent form, to be done on the event loop itself: a
+hand-off to a worker thread costs the loop about as much (its turns for the
+interpreter lock), and blocks nothing for longer. Slower disks get the thread."""
+_FORM = 0.2  # weight of the latest flush in the running estimate
+
+
 class LoopFlusher:
     """Group commit on an event loop: every flush asked for while one is under way (or
-    in the same loop iteration) goes to the worker thread together, in one trip and
-    one syncfs. Fifty agents finishing tasks at once cost a few trips, not fifty, and
-    one agent's round of tool calls shares a single flush (see the cycle)."""
+    in the same loop iteration) goes to the disk together, in one trip and one
+    syncfs. Fifty agents finishing tasks at once cost a few trips, not fifty, and one
+    agent's round of tool calls shares a single flush (see the cycle). A trip runs on
+    the loop while flushes are quick (`INLINE_FLUSH_MAX`), else in a worker thread."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._waiting: list[_Request] = []
         self._busy = False
-        self.trips = 0  # worker trips made, and requests served by them (to measure)
+        self.trips = 0  # trips made, and requests served by them (to measure)
         self.requests = 0
+        self.in_thread = 0  # trips made in a worker thread
+        self.recent = 0.0  # seconds a flush takes, on recent form
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> LoopFlusher:
@@ -321,8 +332,27 @@ class LoopFlusher:
             return
         self.trips += 1
         self.requests += len(batch)
-        work = self._loop.run_in_executor(None, flush_many, [paths for paths, _ in batch])
+        requests = [paths for paths, _ in batch]
+        if self.recent <= INLINE_FLUSH_MAX:
+            done: asyncio.Future[list[OSError | None]] = self._loop.create_future()
+            try:
+                done.set_result(self._timed(requests))
+            except Exception as exc:  # failed as a trip in a thread fails
+                done.set_exception(exc)
+            self._finish(batch, done)
+            return
+        self.in_thread += 1
+        work = self._loop.run_in_executor(None, self._timed, requests)
         work.add_done_callback(lambda done: self._finish(batch, done))
+
+    def _timed(self, requests: list[Sequence[Path]]) -> list[OSError | None]:
+        """`flush_many`, its time noted in `recent` (a float store: safe from a thread)."""
+        started = time.perf_counter()
+        try:
+            return flush_many(requests)
+        finally:
+            took = time.perf_counter() - started
+            self.recent += _FORM * (took - self.recent)
 
     def _finish(self, batch: list[_Request], done: asyncio.Future[list[OSError | None]]) -> None:
         try:
