@@ -213,3 +213,17 @@ async def test_quick_flushes_run_on_the_loop_and_slow_ones_in_a_thread(
     threaded = flusher.in_thread
     await flusher.flush([paths[3]])
     assert flusher.in_thread == threaded
+
+
+async def test_with_other_work_in_flight_even_a_quick_flush_goes_to_a_thread(
+    tmp_path: Path,
+) -> None:
+    flusher = LoopFlusher(asyncio.get_running_loop())
+    first, second = files(tmp_path, 2)
+    with flusher.using():
+        await flusher.flush([first])
+        assert flusher.in_thread == 0  # alone: on the loop
+        with flusher.using():  # a second cycle in flight: it may run meanwhile
+            await flusher.flush([second])
+            assert flusher.in_thread == 1
+    assert flusher.users == 0

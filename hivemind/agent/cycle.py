@@ -23,6 +23,7 @@ from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.services import HiveServices
 from hivemind.errors import ConfigError, ModelError
+from hivemind.hive.atomic import LoopFlusher
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.models import AgentConfig
@@ -203,7 +204,8 @@ class Agent:
         if self._paused(cfg, p):
             report.reason = "budget spent"
             return report
-        await self._think(cfg, p, report)
+        with LoopFlusher.of(asyncio.get_running_loop()).using():
+            await self._think(cfg, p, report)
         report.duration_ms = (time.perf_counter() - report.started) * 1000
         if not report.retry:
             # The model had its say (even if it hit max_steps): wait for new input. Only

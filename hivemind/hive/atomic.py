@@ -7,6 +7,7 @@ temp name (ignored by every reader), fsynced, then renamed or linked into place.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import errno
 import itertools
@@ -17,7 +18,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -283,7 +284,8 @@ class LoopFlusher:
     in the same loop iteration) goes to the disk together, in one trip and one
     syncfs. Fifty agents finishing tasks at once cost a few trips, not fifty, and one
     agent's round of tool calls shares a single flush (see the cycle). A trip runs on
-    the loop while flushes are quick (`INLINE_FLUSH_MAX`), else in a worker thread."""
+    the loop while flushes are quick (`INLINE_FLUSH_MAX`) and no other user could run
+    meanwhile, else in a worker thread."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -293,6 +295,10 @@ class LoopFlusher:
         self.requests = 0
         self.in_thread = 0  # trips made in a worker thread
         self.recent = 0.0  # seconds a flush takes, on recent form
+        self.users = 0
+        """Work in flight on this loop that flushes through it (the agents' cycles, see
+        `using`): with more than one, a flush goes to a thread so the others run
+        meanwhile, however quick the disk."""
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> LoopFlusher:
@@ -306,6 +312,15 @@ class LoopFlusher:
         """Return once the files of `paths` are on disk (raises the flush's OSError)."""
         if paths:
             await self.request(paths)
+
+    @contextlib.contextmanager
+    def using(self) -> Iterator[None]:
+        """Count a piece of work (an agent's cycle) among the flusher's `users`."""
+        self.users += 1
+        try:
+            yield
+        finally:
+            self.users -= 1
 
     def request(self, paths: Sequence[Path], *, lazy: bool = False) -> asyncio.Future[None]:
         """A future done once the files of `paths` are on disk (or failed with the
@@ -333,7 +348,7 @@ class LoopFlusher:
         self.trips += 1
         self.requests += len(batch)
         requests = [paths for paths, _ in batch]
-        if self.recent <= INLINE_FLUSH_MAX:
+        if self.recent <= INLINE_FLUSH_MAX and self.users <= 1:
             done: asyncio.Future[list[OSError | None]] = self._loop.create_future()
             try:
                 done.set_result(self._timed(requests))
