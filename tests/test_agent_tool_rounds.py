@@ -99,11 +99,15 @@ def footprint(name: str, **args: Any) -> Footprint:
         (("edit_file", {"path": "workspace/x"}), ("write_file", {"path": "workspace/x"}), True),
         (("write_file", {"path": "workspace/x"}), ("write_file", {"path": "workspace/x"}), False),
         (("read_file", {"path": "workspace/x"}), ("no_such_tool", {}), False),
+        (("remember", {"content": "b"}), ("remember", {"content": "a"}), True),
+        (("recall", {"query": "b"}), ("remember", {"content": "a"}), True),
+        (("remember", {"content": "a"}), ("complete_task", {"task_id": "a"}), True),
     ],
     ids=[
         "complete-other-task", "complete-same-task", "fail-after-complete-same-task",
         "write-after-send", "send-after-write", "complete-after-send", "read-after-send",
         "read-after-write", "edit-after-write", "write-after-write", "read-after-unknown-tool",
+        "remember-after-remember", "recall-after-remember", "remember-after-complete",
     ],
 )
 def test_built_in_tools_declare_what_their_calls_conflict_with(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -344,3 +345,23 @@ async def test_rerate_asks_the_model_once_for_many_memories(ltm: LongTermMemory)
     assert changes[a.id][1] == 0.95 and changes[b.id][1] == 0.05
     stored = ltm.backend.get(a.id)
     assert stored is not None and stored.importance == 0.95
+
+
+def test_importance_points_added_from_several_threads_at_once_are_all_counted(
+    hive: Hive,
+) -> None:
+    # Two remembers of one round used to run in two threads and lose one's points.
+    with LongTermMemory(hive) as store:
+        barrier = threading.Barrier(4)
+
+        def add_many() -> None:
+            barrier.wait()
+            for _ in range(25):
+                store.counter.add("ann", "apiary", 1.0)
+
+        threads = [threading.Thread(target=add_many) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert store.counter.points("ann", "apiary") == 100.0

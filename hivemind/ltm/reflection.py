@@ -55,8 +55,11 @@ class ImportanceCounter:
         return float(json.loads(raw)) if raw else 0.0
 
     def add(self, agent: str, project: str | None, points: float) -> float:
-        total = self.points(agent, project) + points
-        self.backend.meta_set(_key(agent, project), json.dumps(round(total, 6)))
+        """Add `points`; read and written in one transaction, so two writers at once
+        (threads, processes) both count."""
+        with self.backend.transaction():
+            total = self.points(agent, project) + points
+            self.backend.meta_set(_key(agent, project), json.dumps(round(total, 6)))
         return total
 
     def reset(self, agent: str, project: str | None) -> None:

@@ -108,7 +108,8 @@ MEMORY_TOOLS: list[Tool[Any]] = [
         "long-term memory.",
         RememberInput,
         remember,
-        touches=Footprint.of(reads=["tasks"], writes=["memory"]),
+        # It reads memory too: an equal memory is updated, not stored twice.
+        touches=Footprint.of(reads=["tasks", "memory"], writes=["memory"]),
     ),
     Tool(
         "recall",
