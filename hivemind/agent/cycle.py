@@ -325,7 +325,8 @@ class Agent:
         flush = self.audit.flushed(lazy=True)
         self._flushing.add(flush)
         flush.add_done_callback(self._flush_done)
-        asyncio.get_running_loop().call_later(RECORD_FLUSH_DELAY, self.audit.kick)
+        if not flush.done():  # fsync off: nothing to send later
+            asyncio.get_running_loop().call_later(RECORD_FLUSH_DELAY, self.audit.kick)
 
     def _flush_done(self, flush: asyncio.Future[None]) -> None:
         self._flushing.discard(flush)

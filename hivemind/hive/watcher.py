@@ -121,7 +121,7 @@ class _Handler(FileSystemEventHandler):
                 self._directory(rel)
             elif kinds := classify(rel, self.watcher.watch_globs):
                 news = not left or any(kind not in _GONE_IS_NO_NEWS for kind, _ in kinds)
-                self.watcher._raw_from_thread(Path(text), wake=news)
+                self.watcher._queue_raw(Path(text), wake=news)
 
     def _directory(self, rel: str) -> None:
         parts = rel.split("/")
@@ -333,7 +333,7 @@ class HiveWatcher:
     def _kick_rescan(self) -> None:
         self._kick.set()
 
-    def _raw_from_thread(self, path: Path, *, wake: bool = True) -> None:
+    def _queue_raw(self, path: Path, *, wake: bool = True) -> None:
         """From the handler (in any thread): queue the path; wake the loop if `wake` and
         no wake-up is on its way already. A path queued without one waits for the next
         (or the rescan)."""
