@@ -174,8 +174,7 @@ async def run_round(
     response = ModelResponse(
         tool_calls=calls, stop_reason="tool_use", model="offline", provider="offline"
     )
-    task_ids = list(ctx.active_tasks)
-    return await agent._run_calls(ctx, response, cfg, task_ids, [] if log is None else log)
+    return await agent._run_calls(ctx, response, cfg, [] if log is None else log)
 
 
 def errors(results: list[ToolResult]) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.budget import BudgetTracker, start_of_day
+from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
@@ -54,6 +55,7 @@ SUMMARY_CHARS = 300
 FINISHED_ID = "context:finished"
 FINISHED_KEPT = 20
 RECORD_FLUSH_DELAY = 0.05  # s a cycle record may wait to ride with another flush
+NO_TASK = "-"  # the loop breaker's key for calls made while no task is held
 
 
 @dataclass
@@ -204,6 +206,7 @@ class Agent:
         if self._paused(cfg, p):
             report.reason = "budget spent"
             return report
+        self.loops.pop(NO_TASK, None)  # a loop while no task is held is one within a cycle
         with LoopFlusher.of(asyncio.get_running_loop()).using():
             await self._think(cfg, p, report)
         report.duration_ms = (time.perf_counter() - report.started) * 1000
@@ -281,11 +284,12 @@ class Agent:
                         report.retry = True
                     break
                 started = time.perf_counter()
-                results = await self._run_calls(ctx, response, cfg, task_ids, calls)
+                results = await self._run_calls(ctx, response, cfg, calls)
                 report.tools_ms += (time.perf_counter() - started) * 1000
+                stop = self._break_loops(ctx, response.tool_calls, results, calls)
                 turns = [*turns, AssistantTurn(text=response.text, tool_calls=response.tool_calls),
                          ToolResultsTurn(results=results)]
-                if self._loop_tripped(ctx, task_ids):
+                if stop:
                     break
             else:
                 report.error = f"stopped after max_steps={cfg.max_steps} rounds"
@@ -445,7 +449,7 @@ class Agent:
 
     async def _run_calls(
         self, ctx: ToolContext, response: ModelResponse, cfg: AgentConfig,
-        task_ids: list[str], calls: list[dict[str, Any]],
+        calls: list[dict[str, Any]],
     ) -> list[ToolResult]:
         """Run one round's tool calls; each is also appended to `calls`, in order.
 
@@ -471,7 +475,7 @@ class Agent:
                 if running and footprint.after(touched):
                     await asyncio.wait(running)
                     running, touched = [], Footprint.of()
-                task = asyncio.ensure_future(self._run_tool(ctx, call, task_ids))
+                task = asyncio.ensure_future(self._run_tool(ctx, call))
                 running.append(task)
                 touched = touched.union(footprint)
                 started.append(task)
@@ -486,19 +490,23 @@ class Agent:
                           "result": _short(result.content), "error": result.is_error})
         return results
 
-    async def _run_tool(self, ctx: ToolContext, call: ToolCall, task_ids: list[str]) -> ToolResult:
-        key = ",".join(sorted(task_ids)) or "-"
-        self.loops.setdefault(key, Counter())[canonical_call(call)] += 1
+    async def _run_tool(self, ctx: ToolContext, call: ToolCall) -> ToolResult:
+        # The tasks it is for, among those still held (a task finished earlier in the
+        # cycle is no longer any call's); none held: counted under NO_TASK.
+        concerned = concerned_tasks(call.input, list(ctx.active_tasks))
+        canonical = canonical_call(call)
+        for key in concerned or [NO_TASK]:
+            self.loops.setdefault(key, Counter())[canonical] += 1
         result = await self.s.tools.execute(ctx, call)
         # Recorded as the call ends: a task finished later in the round consolidates the
-        # steps that led to it.
+        # steps that led to it (its own: see `concerned_tasks`).
         self.working.add(
             HistoryBlock(
                 action=call.name,
                 detail=_short(call.input, 200),
                 result=("error: " if result.is_error else "") + _short(result.content, 200),
                 priority=Priority.MEDIUM,
-                metadata={"task_ids": task_ids, "cycle": self.cycle_no},
+                metadata={"task_ids": concerned, "cycle": self.cycle_no},
             )
         )
         return result
@@ -521,27 +529,43 @@ class Agent:
             id=FINISHED_ID, context_type="finished_tasks", priority=Priority.LOW,
             summary="\n".join(["Tasks you finished recently:", *lines[-FINISHED_KEPT:]]),
         ))
-        self.loops = {k: v for k, v in self.loops.items()
-                      if not any(t in finished for t in k.split(","))}
+        for tid in finished:
+            self.loops.pop(tid, None)
 
-    def _loop_tripped(self, ctx: ToolContext, task_ids: list[str]) -> bool:
-        """The same call repeated N times for the same tasks stops those tasks."""
-        key = ",".join(sorted(task_ids)) or "-"
+    def _break_loops(self, ctx: ToolContext, round_calls: list[ToolCall],
+                     results: list[ToolResult], log: list[dict[str, Any]]) -> bool:
+        """The same call repeated `loop_breaker` times for a task stops that task; its
+        other tasks go on. Repeated while no task is held, it ends the cycle. The
+        results of the repeated calls (and their audit entries) say so. True if the
+        cycle must end: that, or no task is left after a stop."""
         limit = self.s.config.daemon.loop_breaker
-        counts = self.loops.get(key, Counter())
-        repeated = [c for c, n in counts.items() if n >= limit]
-        if not repeated:
-            return False
-        call = _short(repeated[0], 120)
-        reason = f"stopped: the same tool call was repeated {limit} times ({call})"
-        for tid in list(ctx.active_tasks):
-            ref = ctx.active_tasks.pop(tid)
-            self.s.board.fail(ref, reason, self.name, final=True)
-            ctx.effects.tasks_failed.append(tid)
-            end_task_memory(ctx, ref, success=False)
-        self.loops.pop(key, None)
-        self.s.task_changed()
-        return True
+        end = stopped = False
+        for key in list(self.loops):
+            repeated = next((c for c, n in self.loops[key].items() if n >= limit), None)
+            if repeated is None:
+                continue
+            del self.loops[key]
+            reason = (f"stopped: the same tool call was repeated {limit} times "
+                      f"({_short(repeated, 120)})")
+            ref = ctx.active_tasks.pop(key, None)
+            if ref is not None:
+                self.s.board.fail(ref, reason, self.name, final=True)
+                ctx.effects.tasks_failed.append(key)
+                end_task_memory(ctx, ref, success=False)
+                self.s.task_changed()
+                stopped = True
+                note = f"[hivemind] task {key} was {reason}; it is in tasks/failed/"
+            else:
+                end = True
+                note = f"[hivemind] this cycle was {reason}"
+            first = len(log) - len(round_calls)
+            for i, call in enumerate(round_calls):
+                if canonical_call(call) == repeated:
+                    content = f"{results[i].content}\n{note}"
+                    results[i] = ToolResult(tool_use_id=results[i].tool_use_id, is_error=True,
+                                            content=content)
+                    log[first + i].update(result=_short(content), error=True)
+        return end or (stopped and not ctx.active_tasks)
 
     def _tools_json(self, tools: list[ToolSpec]) -> str:
         """The tool definitions as sent; the registry hands out the same spec objects
