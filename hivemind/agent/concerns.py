@@ -7,9 +7,7 @@ lets the loop breaker stop only the task that loops.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
 NAMING_FIELDS = ("task_id", "task")
@@ -32,12 +30,9 @@ def concerned_tasks(call_input: Mapping[str, Any], held: Sequence[str]) -> list[
     named = [v for k in NAMING_FIELDS if isinstance(v := call_input.get(k), str) and v in held]
     if named:
         return list(dict.fromkeys(named))
-    pattern = _mention_pattern(tuple(held))
-    found: dict[str, None] = {}
-    for text in _short_strings(call_input):
-        for match in pattern.finditer(text):
-            found[match.group(0)] = None
-    return list(found) or list(held)
+    texts = _short_strings(call_input)
+    found = [t for t in held if any(_mentions(text, t) for text in texts)]
+    return found or list(held)
 
 
 def _short_strings(call_input: Mapping[str, Any]) -> list[str]:
@@ -49,9 +44,17 @@ def _short_strings(call_input: Mapping[str, Any]) -> list[str]:
     return texts
 
 
-@lru_cache(maxsize=256)
-def _mention_pattern(held: tuple[str, ...]) -> re.Pattern[str]:
-    """Any of `held` as a whole word: not inside a longer id (`t1` is not in `t10` or
-    `t1-b`); the longest first, so `t1-b` is found as itself and not as `t1`."""
-    ids = sorted(held, key=len, reverse=True)
-    return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, ids)) + r")(?![\w-])")
+def _mentions(text: str, task_id: str) -> bool:
+    """True if `task_id` is in `text` as a whole word: not inside a longer id (`t1` is
+    not in `t10` or `t1-b`)."""
+    start = text.find(task_id)
+    while start != -1:
+        end = start + len(task_id)
+        if not (start and _in_id(text[start - 1])) and not (end < len(text) and _in_id(text[end])):
+            return True
+        start = text.find(task_id, start + 1)
+    return False
+
+
+def _in_id(char: str) -> bool:
+    return char.isalnum() or char in "_-"
