@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.daemon.dispatch import Dispatcher
+from hivemind.daemon import daemon as daemon_module
+from hivemind.daemon.dispatch import MAX_ACTIVE_PER_AGENT, Dispatcher
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentConfig, TaskState
 from hivemind.hive.quarantine import rejected
 from hivemind.hive.routing import Router
 from hivemind.hive.tasks import TaskBoard
+from tests.helpers import run_until_idle, write_agent, write_task
 
 
 def drop(hive: Hive, name: str, text: str) -> Path:
@@ -156,3 +158,20 @@ def test_load_follows_this_boards_moves_and_rereads_the_disk_later(
     assert board.load() == {"ann": 2}  # trusted for LOAD_TTL seconds
     monkeypatch.setattr("hivemind.hive.taskindex.LOAD_TTL", 0.0)
     assert board.load() == {"ann": 1}
+
+
+def test_with_no_cycle_running_the_next_claims_wait_for_nothing(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait that gathers completions into one scan is only for cycles in flight: a
+    lone agent's next tasks are claimed as soon as its cycle ends (with the wait made
+    huge here, each of its three rounds of claims would otherwise stall on it)."""
+    monkeypatch.setattr(daemon_module, "DISPATCH_COALESCE", 60.0)
+    write_agent(hive, "solo")
+    for i in range(3 * MAX_ACTIVE_PER_AGENT):
+        write_task(hive, f"t{i:02d}")
+
+    daemon = run_until_idle(hive, timeout=30)
+
+    assert daemon.exit_reason == "idle"
+    assert len(list(hive.done_dir.glob("*.md"))) == 3 * MAX_ACTIVE_PER_AGENT

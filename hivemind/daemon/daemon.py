@@ -44,6 +44,7 @@ GIVE_UP_WHEN_IDLE = 3  # failed cycles in a row before --until-idle stops waitin
 CONFIGS_TTL = 1.0  # routing re-reads the ROMs at least this often
 FIGURES_TTL = 2.0  # hive figures (tasks per state) in STATUS blocks are this fresh
 FULL_DISPATCH_EVERY = 12  # rescan intervals between full listings of tasks/ by dispatch
+DISPATCH_COALESCE = 0.005  # s a dispatch waits, cycles in flight, to take their ends together
 
 
 @dataclass
@@ -96,6 +97,9 @@ class Daemon:
         self.stopping = asyncio.Event()
         self.exit_reason = ""
         self._dispatch_wanted = asyncio.Event()
+        self._in_flight = 0  # cycles running now
+        self._quiet = asyncio.Event()  # set while none is
+        self._quiet.set()
         self._changed_tasks: set[Path] = set()  # task files named by the watcher
         self._full_dispatch_at = 0.0  # when tasks/ is next listed whole
         self._configs_cache: dict[str, AgentConfig] | None = None
@@ -296,12 +300,17 @@ class Daemon:
                 break
             runner.wake.clear()
             runner.busy = True
+            self._in_flight += 1
+            self._quiet.clear()
             try:
                 report = await self._cycle(runner)
             except OSError as exc:
                 report = self._broken_cycle(runner, exc)
             finally:
                 runner.busy = False
+                self._in_flight -= 1
+                if not self._in_flight:
+                    self._quiet.set()
             self._after_cycle(runner, report)
 
     async def _cycle(self, runner: AgentRunner) -> CycleReport:
@@ -376,7 +385,11 @@ class Daemon:
                 asyncio.get_running_loop().call_later(
                     self.config.daemon.settle_time, self.request_dispatch
                 )
-            await asyncio.sleep(0.005)  # coalesce bursts of completions into one scan
+            if self._in_flight:
+                # Cycles in flight: their ends come in bursts; take them in one scan. Once
+                # none is left, nothing more is coming: the next request is served at once.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._quiet.wait(), DISPATCH_COALESCE)
 
     async def _event_loop(self, watcher: HiveWatcher, tg: asyncio.TaskGroup) -> None:
         while not self.stopping.is_set():
