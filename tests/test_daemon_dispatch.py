@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ from hivemind.hive.models import AgentConfig, TaskState
 from hivemind.hive.quarantine import rejected
 from hivemind.hive.routing import Router
 from hivemind.hive.tasks import TaskBoard
-from tests.helpers import run_until_idle, write_agent, write_task
+from hivemind.llm.base import ModelRequest, ModelResponse
+from tests.helpers import CountingProvider, run_until_idle, write_agent, write_task
 
 
 def drop(hive: Hive, name: str, text: str) -> Path:
@@ -160,18 +162,34 @@ def test_load_follows_this_boards_moves_and_rereads_the_disk_later(
     assert board.load() == {"ann": 1}
 
 
-def test_with_no_cycle_running_the_next_claims_wait_for_nothing(
+class DropsDuringItsFirstCall(CountingProvider):
+    """The offline provider; its first call drops a task and takes a while, so the
+    watcher asks for a dispatch while that cycle is in flight."""
+
+    def __init__(self, hive: Hive) -> None:
+        super().__init__()
+        self.hive = hive
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if not self.requests:
+            write_task(self.hive, "late")
+            await asyncio.sleep(0.5)
+        return await super().complete(request)
+
+
+def test_the_wait_to_gather_completions_ends_with_the_last_cycle_in_flight(
     hive: Hive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The wait that gathers completions into one scan is only for cycles in flight: a
-    lone agent's next tasks are claimed as soon as its cycle ends (with the wait made
-    huge here, each of its three rounds of claims would otherwise stall on it)."""
+    """A dispatch asked for while cycles run waits to take their ends in one scan, but no
+    longer than the last of them: then nothing more is coming. With the wait made huge
+    here, the lone agent's next claims would otherwise stall on it."""
     monkeypatch.setattr(daemon_module, "DISPATCH_COALESCE", 60.0)
     write_agent(hive, "solo")
     for i in range(3 * MAX_ACTIVE_PER_AGENT):
         write_task(hive, f"t{i:02d}")
+    provider = DropsDuringItsFirstCall(hive)
 
-    daemon = run_until_idle(hive, timeout=30)
+    daemon = run_until_idle(hive, provider, timeout=30)
 
     assert daemon.exit_reason == "idle"
-    assert len(list(hive.done_dir.glob("*.md"))) == 3 * MAX_ACTIVE_PER_AGENT
+    assert len(list(hive.done_dir.glob("*.md"))) == 3 * MAX_ACTIVE_PER_AGENT + 1
