@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
 from hivemind.llm.anthropic import AnthropicProvider
@@ -226,3 +228,64 @@ def test_max_steps_stops_the_cycle_and_does_not_spin(hive: Hive) -> None:
     assert (hive.active_dir_for("worker") / "t1.md").exists()
     [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
     assert "max_steps=3" in cycle["error"]
+
+
+def test_usage_and_cost_are_recorded_per_cycle_from_the_price_table(hive: Hive) -> None:
+    hive.config_file.write_text(
+        '[pricing."claude-sonnet-5-5"]\ninput = 3.0\noutput = 15.0\n'
+        "cache_write = 3.75\ncache_read = 0.3\n"
+    )
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    figures = {"input_tokens": 1000, "output_tokens": 200,
+               "cache_creation_input_tokens": 3000, "cache_read_input_tokens": 5000}
+
+    def completer(body: Any) -> Reply:
+        reply = task_completer(body)
+        reply.body["usage"] = figures
+        return reply
+
+    with FakeAnthropic() as api:
+        api.responder = completer
+        daemon = run_until_idle(hive, provider(api))
+
+    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert cycle["usage"] == {"input_tokens": 2000, "output_tokens": 400,
+                              "cache_write_tokens": 6000, "cache_read_tokens": 10000}
+    per_call = (1000 * 3.0 + 200 * 15.0 + 3000 * 3.75 + 5000 * 0.3) / 1_000_000
+    assert cycle["cost"] == pytest.approx(2 * per_call)  # two calls: the tool call, the end
+    assert daemon.totals.cost == pytest.approx(2 * per_call)
+
+
+def test_sigint_finishes_the_cycle_in_flight_and_exits_cleanly(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    for i in range(6):
+        write_task(hive, f"t{i}")
+
+    def slow_completer(body: Any) -> Reply:
+        reply = task_completer(body)
+        reply.delay = 0.3
+        return reply
+
+    with FakeAnthropic() as api:
+        api.responder = slow_completer
+        run = _daemon(hive, api)
+        deadline = time.monotonic() + 20
+        log = hive.audit_path("worker")
+        while time.monotonic() < deadline and "cycle_start" not in (
+            log.read_text() if log.exists() else ""
+        ):
+            time.sleep(0.02)
+        run.send_signal(signal.SIGINT)  # a cycle is in flight: its model call takes 0.3 s
+        out, _ = run.communicate(timeout=30)
+
+    text = out.decode()
+    assert run.returncode == 0, text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    records = audit(hive, "worker")
+    starts = [r["cycle"] for r in records if r["event"] == "cycle_start"]
+    ends = [r["cycle"] for r in records if r["event"] == "cycle"]
+    assert starts and starts == ends  # the cycle in flight was finished, not cut
+    tasks = [p.name for p in [*hive.tasks_dir.glob("*.md"), *hive.active_dir.rglob("*.md"),
+                              *hive.done_dir.glob("*.md")]]
+    assert sorted(tasks) == [f"t{i}.md" for i in range(6)]  # each once, none lost

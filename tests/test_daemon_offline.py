@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 
 import pytest
 
@@ -245,6 +246,37 @@ def test_agent_added_while_running_gets_work(hive: Hive) -> None:
 
     asyncio.run(main())
     assert (hive.done_dir / "for-late.md").exists()
+
+
+def test_agent_removed_while_running_stops_and_others_take_its_tasks(hive: Hive) -> None:
+    """Its runner ends; a task naming it is routed as if unassigned (see `Router`)."""
+    write_agent(hive, "stays")
+    write_agent(hive, "leaves")
+    daemon = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if {"stays", "leaves"} <= set(daemon.runners):
+                break
+        shutil.rmtree(hive.agent_dir("leaves"))
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if "leaves" not in daemon.runners:
+                break
+        write_task(hive, "for-leaves", front="assignee: leaves\n")
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if (hive.done_dir / "for-leaves.md").exists():
+                break
+        daemon.stop("test")
+        await task
+
+    asyncio.run(main())
+    assert set(daemon.runners) == {"stays"}
+    assert "agent: stays" in (hive.done_dir / "for-leaves.md").read_text()
+    assert not hive.audit_path("leaves").exists()  # it never ran a cycle
 
 
 def test_status_command_shows_the_run_tokens_and_errors(hive: Hive) -> None:
