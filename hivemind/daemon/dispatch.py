@@ -39,6 +39,7 @@ class Dispatcher:
         self._routes: dict[Path, tuple[TaskRef, list[str]]] = {}
         self._configs_key: object = None
         self._router = Router([])
+        self._hive_agents: frozenset[str] | None = None
 
     def dispatch(
         self, agents: dict[str, AgentConfig], changed: Iterable[Path] | None = None
@@ -61,6 +62,7 @@ class Dispatcher:
         load = {name: load.get(name, 0) for name in agents}
         free = sum(max(0, self.max_active - n) for n in load.values())
         done: set[str] | None = None
+        self._hive_agents = None  # listed once per dispatch, when a task names one
         claims: list[tuple[TaskRef, str]] = []
         for ref in self.board.pending_in_order():
             if free <= 0:
@@ -74,6 +76,12 @@ class Dispatcher:
                 if missing:
                     self._wait(result, ref, f"waits for {', '.join(missing)}")
                     continue
+            assignee = ref.task.assignee
+            if assignee and assignee not in agents and self._in_hive(assignee):
+                # Its agent is in the hive but not running (`--agents`, a ROM without a
+                # valid config): the task waits for it, as assigned.
+                self._wait(result, ref, f"assigned to {assignee}, which is not running")
+                continue
             target = least_loaded(self._candidates(ref), load)
             if target is None:
                 why = (f"assigned to {ref.task.assignee}, which is not running"
@@ -92,6 +100,12 @@ class Dispatcher:
         if len(self._routes) > 4 * self.board.pending_count + 1024:
             self._routes = {p: r for p, r in self._routes.items() if self.board.is_pending(r[0])}
         return result
+
+    def _in_hive(self, name: str) -> bool:
+        """True if `name` is an agent of the hive (a folder of agents/ with a ROM.md)."""
+        if self._hive_agents is None:
+            self._hive_agents = frozenset(self.board.hive.agent_names())
+        return name in self._hive_agents
 
     def _candidates(self, ref: TaskRef) -> list[str]:
         hit = self._routes.get(ref.path)

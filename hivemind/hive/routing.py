@@ -60,7 +60,8 @@ class Router:
         """The agents that may take `task`, before load is considered (empty: nobody).
 
         1. the assignee, if that agent exists; 2. the agents with the best skills match
-        (see `skill_score`); 3. the agents with `accepts_unassigned`.
+        (see `skill_score`); 3. the agents with `accepts_unassigned`. (The dispatcher
+        holds back a task whose assignee is in the hive but not running.)
         """
         if task.assignee and task.assignee in self.names:
             return [task.assignee]

@@ -1,0 +1,88 @@
+"""`hivemind run` options: --agents, --max-cycles, --poll (offline provider, real hives)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from typer.testing import CliRunner, Result
+
+from hivemind.cli.app import app
+from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.hive.layout import Hive
+from tests.helpers import CountingProvider, fast_config, write_agent, write_task
+
+
+def run(hive: Hive, *args: str) -> Result:
+    hive.config_file.write_text("[daemon]\nsettle_time = 0.0\n")
+    return CliRunner().invoke(app, ["run", str(hive.root), "--until-idle", "--quiet", *args])
+
+
+def done_by(hive: Hive) -> dict[str, str]:
+    """Each finished task's id → the agent that finished it."""
+    out = {}
+    for path in hive.done_dir.glob("*.md"):
+        line = next(x for x in path.read_text().splitlines() if x.startswith("agent: "))
+        out[path.stem] = line.removeprefix("agent: ")
+    return out
+
+
+def test_agents_runs_only_those_and_tasks_assigned_to_others_wait(hive: Hive) -> None:
+    write_agent(hive, "ann")
+    write_agent(hive, "bob")
+    write_task(hive, "for-ann", front="assignee: ann\n")
+    write_task(hive, "for-bob", front="assignee: bob\n")
+    write_task(hive, "for-anyone")
+
+    result = run(hive, "--agents", "ann")
+
+    assert result.exit_code == 3, result.output  # stalled: for-bob cannot move without bob
+    assert "for-bob (assigned to bob, which is not running)" in " ".join(result.output.split())
+    assert done_by(hive) == {"for-ann": "ann", "for-anyone": "ann"}
+    assert (hive.tasks_dir / "for-bob.md").exists()
+    assert not hive.audit_path("bob").exists()
+
+
+def test_agents_naming_no_agent_is_one_line(hive: Hive) -> None:
+    write_agent(hive, "ann")
+
+    result = run(hive, "--agents", "ann,ghost")
+
+    assert result.exit_code != 0
+    assert "no such agent: ghost (agents: ann)" in result.output
+    assert "Traceback" not in result.output
+    assert not hive.audit_path("ann").exists()
+
+
+def test_max_cycles_stops_after_that_many_cycles(hive: Hive) -> None:
+    write_agent(hive, "ann")
+    for i in range(8):  # two cycles' worth: an agent holds four tasks at a time
+        write_task(hive, f"t{i}")
+
+    result = run(hive, "--max-cycles", "1")
+
+    assert result.exit_code == 0, result.output
+    assert "stopped: max-cycles" in result.output
+    assert len(done_by(hive)) == 4
+    cycles = [x for x in hive.audit_path("ann").read_text().splitlines() if '"event": "cycle"' in x]
+    assert len(cycles) == 1
+
+
+def test_poll_sees_a_task_dropped_while_running(hive: Hive) -> None:
+    write_agent(hive, "ann")
+    config = fast_config(hive)
+    config.daemon.rescan_interval = 600.0  # only the polling can see it in time
+    daemon = Daemon(hive, config, CountingProvider(), RunOptions(poll=True))
+
+    async def main() -> None:
+        running = asyncio.create_task(daemon.run())
+        await asyncio.sleep(0.3)
+        write_task(hive, "late")
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if (hive.done_dir / "late.md").exists():
+                break
+        daemon.stop("test")
+        await running
+
+    asyncio.run(main())
+    assert done_by(hive) == {"late": "ann"}
