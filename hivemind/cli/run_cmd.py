@@ -8,12 +8,12 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from hivemind.agent.audit import AuditLog
 from hivemind.agent.cycle import CycleReport
 from hivemind.cli.common import HiveArgument, HiveOption, JsonOption, console, fail, resolve_hive
 from hivemind.daemon.daemon import Daemon, RunOptions
@@ -134,68 +134,104 @@ def register(app: typer.Typer) -> None:
         hive_opt: HiveOption = None,
         follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing.")] = False,
         as_json: JsonOption = False,
-        last: Annotated[int, typer.Option("--last", "-n", help="Only the last N records.")] = 50,
+        last: Annotated[
+            int, typer.Option("--last", "-n", min=0, help="Only the last N records.")
+        ] = 50,
     ) -> None:
         """Show an agent's audit trail: each cycle, its context, tool calls, tokens, errors."""
         hive = resolve_hive(hive_opt)
-        if agent not in hive.agent_names() and not hive.audit_path(agent).exists():
+        # An agent since removed still has its trail; a path is no agent's name.
+        plain = agent == Path(agent).name and not agent.startswith(".")
+        if agent not in hive.agent_names() and not (plain and hive.audit_path(agent).exists()):
             fail(f"no agent {agent!r} in {hive.root} (agents: "
                  f"{', '.join(hive.agent_names()) or 'none'})")
-        audit = AuditLog(hive.audit_path(agent))
-        records = list(audit.records())[-last:]
-        for rec in records:
+        path = hive.audit_path(agent)
+        records, at = _new_records(path, Position())
+        for rec in records[max(0, len(records) - last):]:
             _print_record(rec, as_json)
         if follow:
-            _follow(audit.path, as_json)
+            _follow(path, as_json, at)
 
 
-def _print_record(rec: dict[str, object], as_json: bool) -> None:
+def _print_record(rec: dict[str, Any], as_json: bool) -> None:
+    """One line a record (and one a tool call), the file's text shown as is, never as markup."""
     if as_json:
-        print(json.dumps(rec, ensure_ascii=False, default=str))
+        console.out(json.dumps(rec, ensure_ascii=False, default=str), highlight=False)
         return
-    event, at, n = rec.get("event"), str(rec.get("at", ""))[:19], rec.get("cycle")
+    event = rec.get("event")
+    head = Text.assemble((str(rec.get("at", ""))[:19], "dim"), f" #{rec.get('cycle')} ")
     if event == "cycle_start":
-        console.print(f"[dim]{at}[/] #{n} start  tasks={rec.get('tasks')} mail={rec.get('mail')}",
-                      highlight=False)
+        _line(head, f"start  tasks={rec.get('tasks')} mail={rec.get('mail')}")
     elif event == "cycle":
-        usage = rec.get("usage") or {}
-        assert isinstance(usage, dict)
-        tokens = sum(int(v or 0) for v in usage.values())
-        console.print(
-            f"[dim]{at}[/] #{n} [bold]cycle[/] kept={len(rec.get('kept') or [])} "  # type: ignore[arg-type]
-            f"dropped={len(rec.get('dropped') or [])} tokens={tokens} "  # type: ignore[arg-type]
-            f"cost={rec.get('cost')} {rec.get('duration_ms')} ms",
-            highlight=False,
-        )
-        for call in rec.get("tool_calls") or []:  # type: ignore[attr-defined]
-            mark = "[red]✗[/]" if call.get("error") else "[green]✓[/]"
-            console.print(f"     {mark} {call.get('name')} {json.dumps(call.get('input'))[:100]}"
-                          f" → {str(call.get('result'))[:100]}", highlight=False)
+        usage = rec.get("usage")
+        tokens = sum(int(v or 0) for v in usage.values()) if isinstance(usage, dict) else 0
+        _line(head, ("cycle", "bold"),
+              f" kept={len(rec.get('kept') or [])} dropped={len(rec.get('dropped') or [])}"
+              f" tokens={tokens} cost={rec.get('cost')} {rec.get('duration_ms')} ms")
+        for call in rec.get("tool_calls") or []:
+            mark = ("✗", "red") if call.get("error") else ("✓", "green")
+            given = json.dumps(call.get("input"), ensure_ascii=False, default=str)
+            _line("     ", mark, f" {call.get('name')} {given[:100]}"
+                                 f" → {_one_line(call.get('result'))[:100]}")
         if rec.get("error"):
-            console.print(f"     [red]error: {rec.get('error')}[/]", highlight=False)
+            _line(("     error: " + _one_line(rec["error"]), "red"))
     else:
-        console.print(f"[dim]{at}[/] #{n} [yellow]{event}[/] "
-                      f"{ {k: v for k, v in rec.items() if k not in ('event', 'at', 'cycle')} }",
-                      highlight=False)
+        rest = {k: v for k, v in rec.items() if k not in ("event", "at", "cycle")}
+        _line(head, (str(event), "yellow"), f" {rest}")
 
 
-def _follow(path: Path, as_json: bool) -> None:
-    pos = path.stat().st_size if path.exists() else 0
+def _line(*parts: str | tuple[str, str] | Text) -> None:
+    console.print(Text.assemble(*parts), soft_wrap=True)
+
+
+def _one_line(value: object) -> str:
+    return " ".join(str(value).split())
+
+
+class Position(NamedTuple):
+    """Where a reader is in an audit file: which file, and the end of the last line read."""
+
+    inode: int = -1
+    offset: int = 0
+
+
+def _new_records(path: Path, at: Position) -> tuple[list[dict[str, Any]], Position]:
+    """The records written to `path` since `at`, and where they end.
+
+    A last line without its newline is still being written: it is left for the next
+    read. A file that shrank or was replaced is read again from its start. A line
+    that is not a JSON object is skipped.
+    """
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if st.st_ino != at.inode or st.st_size < at.offset:
+                at = Position(st.st_ino, 0)
+            fh.seek(at.offset)
+            chunk = fh.read()
+    except FileNotFoundError:
+        return [], at
+    complete = chunk[: chunk.rfind(b"\n") + 1]
+    records = [r for r in map(_parse, complete.split(b"\n")) if r is not None]
+    return records, Position(at.inode, at.offset + len(complete))
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        rec = json.loads(line.decode("utf-8", errors="replace"))
+    except json.JSONDecodeError:
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def _follow(path: Path, as_json: bool, at: Position) -> None:
+    """Print the records written from `at` on as they come, until Ctrl-C."""
     try:
         while True:
             time.sleep(0.5)
-            if not path.exists() or path.stat().st_size <= pos:
-                continue
-            with open(path, encoding="utf-8") as fh:
-                fh.seek(pos)
-                chunk = fh.read()
-                pos = fh.tell()
-            for line in chunk.splitlines():
-                if line.strip():
-                    try:
-                        _print_record(json.loads(line), as_json)
-                    except json.JSONDecodeError:
-                        continue
+            records, at = _new_records(path, at)
+            for rec in records:
+                _print_record(rec, as_json)
     except KeyboardInterrupt:
         return
 

@@ -1,0 +1,282 @@
+"""`hivemind log AGENT [--follow] [--json] [--last N]`: an agent's audit trail, readable."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner, Result
+
+from hivemind.agent.audit import AuditLog
+from hivemind.cli import run_cmd
+from hivemind.hive.layout import Hive
+from tests.helpers import run_until_idle, write_agent, write_task
+
+ROOT = Path(__file__).resolve().parent.parent
+WAIT = 30.0  # seconds any wait may take on a busy machine before the test gives up
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    """A `hivemind` app with the run and log commands (a group, as with every command loaded)."""
+    cli = typer.Typer(add_completion=False)
+
+    @cli.callback()
+    def root() -> None:
+        """hivemind"""
+
+    run_cmd.register(cli)
+    return cli
+
+
+@pytest.fixture
+def ran(hive: Hive) -> Hive:
+    """A hive after a real (offline) run: worker did t1 in one cycle with three tool calls."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    run_until_idle(hive)
+    return hive
+
+
+def log(app: typer.Typer, hive: Hive, *args: str) -> Result:
+    return CliRunner().invoke(app, ["log", *args, "--hive", str(hive.root)])
+
+
+def records_in(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def append_bytes(path: Path, data: bytes) -> None:
+    with open(path, "ab") as fh:
+        fh.write(data)
+
+
+def line_of(**record: Any) -> bytes:
+    return (json.dumps(record, ensure_ascii=False) + "\n").encode()
+
+
+# -- the command ------------------------------------------------------------------
+
+
+def test_a_real_run_prints_one_line_a_record_and_one_a_tool_call(
+    app: typer.Typer, ran: Hive
+) -> None:
+    start, cycle = records_in(ran.audit_path("worker"))
+    assert (start["event"], cycle["event"]) == ("cycle_start", "cycle")
+    calls = cycle["tool_calls"]
+    assert [c["name"] for c in calls] == ["send_message", "write_file", "complete_task"]
+
+    result = log(app, ran, "worker")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == 2 + len(calls), result.output  # no record wrapped over two lines
+    assert "#1 start  tasks=['t1'] mail=[]" in lines[0]
+    tokens = sum(cycle["usage"].values())
+    assert f"#1 cycle kept=2 dropped=0 tokens={tokens} " in lines[1]
+    for line, call in zip(lines[2:], calls, strict=True):
+        assert line.strip().startswith(f"✓ {call['name']} "), line
+        # the input as written, "[offline]" and all (not eaten as console markup)
+        assert json.dumps(call["input"], ensure_ascii=False)[:60] in line, line
+        assert line.endswith(f" → {call['result']}"), line
+    assert '"subject": "[offline] Ack: t1"' in lines[2]
+
+
+def test_failed_calls_errors_and_other_events_stay_one_line_each_and_verbatim(
+    app: typer.Typer, hive: Hive
+) -> None:
+    write_agent(hive, "worker")
+    audit = AuditLog(hive.audit_path("worker"), fsync=False)
+    audit.write("cycle", cycle=3, kept=[], dropped=[], usage={"input_tokens": 5},
+                cost=0.25, duration_ms=7, error="model said [/bold] no\nat all",
+                tool_calls=[{"name": "read_file", "input": {"path": "notes.md"},
+                             "result": "line one\nline [red]two[/red]", "error": True}])
+    audit.write("interrupted", cycle=4, tasks=["t9"])
+
+    result = log(app, hive, "worker")
+    assert result.exit_code == 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.output.splitlines()
+    assert len(lines) == 4, result.output
+    assert "#3 cycle kept=0 dropped=0 tokens=5 cost=0.25 7 ms" in lines[0]
+    assert lines[1].strip() == '✗ read_file {"path": "notes.md"} → line one line [red]two[/red]'
+    assert lines[2].strip() == "error: model said [/bold] no at all"
+    assert "#4 interrupted" in lines[3] and "'tasks': ['t9']" in lines[3]
+
+
+def test_json_prints_each_record_as_the_file_holds_it(app: typer.Typer, ran: Hive) -> None:
+    result = log(app, ran, "worker", "--json")
+    assert result.exit_code == 0, result.output
+    printed = [json.loads(line) for line in result.output.splitlines()]
+    assert printed == records_in(ran.audit_path("worker"))
+
+
+def test_last_n_shows_only_the_last_n_records(app: typer.Typer, hive: Hive) -> None:
+    write_agent(hive, "worker")
+    audit = AuditLog(hive.audit_path("worker"), fsync=False)
+    for n in range(1, 6):
+        audit.write("reflection", cycle=n)
+
+    def cycles(*args: str) -> list[int]:
+        result = log(app, hive, "worker", "--json", *args)
+        assert result.exit_code == 0, result.output
+        return [json.loads(line)["cycle"] for line in result.output.splitlines()]
+
+    assert cycles("--last", "2") == [4, 5]
+    assert cycles("-n", "1") == [5]
+    assert cycles("-n", "9") == [1, 2, 3, 4, 5]
+    assert cycles() == [1, 2, 3, 4, 5]
+    assert cycles("-n", "0") == []  # nothing old: with --follow, only what comes next
+    assert log(app, hive, "worker", "-n", "-1").exit_code != 0
+
+
+def test_an_unknown_agent_is_one_line_naming_the_agents(app: typer.Typer, hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_agent(hive, "helper")
+    result = log(app, hive, "nobody")
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)
+    text = result.output.strip()
+    assert "\n" not in text and "Traceback" not in text, text
+    assert text.startswith("error: no agent 'nobody'") and "(agents: helper, worker)" in text
+
+
+@pytest.mark.parametrize("name", ["../outside", ".hidden", "a/b"])
+def test_a_path_is_no_agent_name(app: typer.Typer, hive: Hive, name: str) -> None:
+    """A trail is read from the audit folder only, whatever .jsonl lies elsewhere."""
+    write_agent(hive, "worker")
+    target = hive.audit_path(name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text('{"event": "cycle_start", "cycle": 1}\n')
+    result = log(app, hive, name)
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(f"error: no agent {name!r}")
+
+
+# -- following: the reader of new records -----------------------------------------
+
+
+def test_new_records_are_read_once_each_from_where_the_last_read_ended(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    assert run_cmd._new_records(path, run_cmd.Position()) == ([], run_cmd.Position())  # no file
+    audit = AuditLog(path, fsync=False)
+    audit.write("reflection", cycle=1)
+    audit.write("reflection", cycle=2)
+    records, at = run_cmd._new_records(path, run_cmd.Position())
+    assert [r["cycle"] for r in records] == [1, 2]
+    assert at.offset == path.stat().st_size
+    assert run_cmd._new_records(path, at) == ([], at)
+    audit.write("reflection", cycle=3)
+    records, at = run_cmd._new_records(path, at)
+    assert [r["cycle"] for r in records] == [3]
+
+
+def test_a_line_still_being_written_is_read_once_it_is_complete(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    first, second = line_of(event="reflection", cycle=1), line_of(event="note", text="café")
+    cut = second.index("é".encode()) + 1  # inside the two bytes of "é", too
+    append_bytes(path, first + second[:cut])
+    records, at = run_cmd._new_records(path, run_cmd.Position())
+    assert records == [{"event": "reflection", "cycle": 1}]
+    assert at.offset == len(first)  # the partial tail is left for the next read
+    assert run_cmd._new_records(path, at) == ([], at)
+    append_bytes(path, second[cut:])
+    records, at = run_cmd._new_records(path, at)
+    assert records == [{"event": "note", "text": "café"}]
+    assert at.offset == len(first) + len(second)
+
+
+def test_a_file_that_shrank_is_read_again_from_its_start(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    append_bytes(path, line_of(event="reflection", cycle=1) + line_of(event="reflection", cycle=2))
+    _, at = run_cmd._new_records(path, run_cmd.Position())
+    path.write_bytes(line_of(event="reflection", cycle=9))  # truncated and rewritten, shorter
+    records, at = run_cmd._new_records(path, at)
+    assert [r["cycle"] for r in records] == [9]
+    assert at.offset == path.stat().st_size
+
+
+def test_a_replaced_file_is_read_from_its_start_even_if_it_is_longer(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    append_bytes(path, line_of(event="reflection", cycle=1))
+    _, at = run_cmd._new_records(path, run_cmd.Position())
+    new = tmp_path / "new.jsonl"
+    new.write_bytes(line_of(event="reflection", cycle=7, pad="x" * 200)
+                    + line_of(event="reflection", cycle=8))
+    os.replace(new, path)
+    records, at = run_cmd._new_records(path, at)
+    assert [r["cycle"] for r in records] == [7, 8]
+    assert run_cmd._new_records(path, at) == ([], at)
+
+
+def test_bad_lines_are_skipped_and_reading_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    append_bytes(path, line_of(event="reflection", cycle=1) + b"not json\n" + b"[1, 2]\n"
+                 + b"\xff\xfe{\n" + b"\n" + line_of(event="reflection", cycle=2))
+    records, at = run_cmd._new_records(path, run_cmd.Position())
+    assert [r["cycle"] for r in records] == [1, 2]
+    append_bytes(path, b"{broken\n" + line_of(event="reflection", cycle=3))
+    records, at = run_cmd._new_records(path, at)
+    assert [r["cycle"] for r in records] == [3]
+    assert at.offset == path.stat().st_size
+
+
+# -- following, end to end ---------------------------------------------------------
+
+
+def test_follow_prints_new_records_even_one_written_in_two_parts_and_ctrl_c_ends_it(
+    ran: Hive,
+) -> None:
+    path = ran.audit_path("worker")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("ANTHROPIC_") and k != "PYTHONUNBUFFERED"}  # a pipe, as in `| jq`
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hivemind", "log", "worker", "--follow", "--json",
+         "--hive", str(ran.root)],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    lines: queue.Queue[bytes] = queue.Queue()
+
+    def read_lines() -> None:
+        for line in proc.stdout or ():
+            lines.put(line)
+
+    threading.Thread(target=read_lines, daemon=True).start()
+
+    def next_record() -> dict[str, Any]:
+        try:
+            record: dict[str, Any] = json.loads(lines.get(timeout=WAIT))
+            return record
+        except queue.Empty:
+            proc.kill()
+            raise AssertionError(f"nothing printed in {WAIT} s") from None
+
+    try:
+        old = records_in(path)
+        assert [next_record() for _ in old] == old
+        AuditLog(path, fsync=False).write("reflection", cycle=2, note="appended")
+        assert next_record()["note"] == "appended"  # printed as it came: not held in a buffer
+        whole = line_of(event="reflection", cycle=3, note="in two parts")
+        append_bytes(path, whole[:20])
+        time.sleep(1.2)  # lets the follower look at the half line (a chance, not a check)
+        append_bytes(path, whole[20:])
+        assert next_record() == json.loads(whole)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=WAIT)
+        err = proc.stderr.read() if proc.stderr else b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err and b"KeyboardInterrupt" not in err, err.decode()
