@@ -160,6 +160,23 @@ class AuditLog:
 
     last_cycle: int = 0
 
+    def warnings_since(self, since: datetime) -> set[str]:
+        """The budget notices a person was given (`budget` records): a task's for good,
+        a day's if given since `since` (the start of today)."""
+        warned: set[str] = set()
+        for rec in self.records():
+            key = rec.get("warned")
+            if rec.get("event") != "budget" or not isinstance(key, str):
+                continue
+            if key.startswith("day:"):
+                try:
+                    if datetime.fromisoformat(str(rec.get("at"))) < since:
+                        continue
+                except ValueError:
+                    continue
+            warned.add(key)
+        return warned
+
     def usage_since(self, since: datetime) -> tuple[int, dict[str, int]]:
         """Tokens spent since `since` in all, and per task (for budgets after a restart)."""
         total = 0

@@ -9,8 +9,15 @@ from hivemind.hive.models import TokenBudget
 from hivemind.memory.blocks import utcnow
 
 
-def start_of_day(now: datetime | None = None) -> datetime:
+def _utc(now: datetime | None) -> datetime:
+    """`now` (default: the current time) in UTC; a naive datetime is taken as UTC."""
     n = now or utcnow()
+    return n.replace(tzinfo=UTC) if n.tzinfo is None else n.astimezone(UTC)
+
+
+def start_of_day(now: datetime | None = None) -> datetime:
+    """Midnight UTC of the budget day `now` falls in (budget days are UTC days)."""
+    n = _utc(now)
     return datetime(n.year, n.month, n.day, tzinfo=UTC)
 
 
@@ -38,6 +45,11 @@ class BudgetTracker:
             return []
         return [t for t in task_ids if self.per_task.get(t, 0) >= budget.per_task]
 
+    def paused_today(self) -> bool:
+        """True once a person was told today that the day's budget is spent."""
+        self._roll(None)
+        return f"day:{self.day}" in self.warned
+
     def first_warning(self, key: str) -> bool:
         """True the first time `key` is seen (so a person is told once)."""
         if key in self.warned:
@@ -46,7 +58,7 @@ class BudgetTracker:
         return True
 
     def _roll(self, now: datetime | None) -> None:
-        today = (now or utcnow()).date()
+        today = _utc(now).date()
         if today != self.day:
             self.day = today
             self.spent_today = 0

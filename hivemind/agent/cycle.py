@@ -55,6 +55,8 @@ SUMMARY_CHARS = 300
 FINISHED_ID = "context:finished"
 FINISHED_KEPT = 20
 RECORD_FLUSH_DELAY = 0.05  # s a cycle record may wait to ride with another flush
+DAY_SPENT = "daily budget spent"  # why a cycle did not run: the agent is paused
+TASKS_SPENT = "task budgets spent"  # ...: every task it had was stopped by its budget
 NO_TASK = "-"  # the loop breaker's key for calls made while no task is held
 
 
@@ -172,8 +174,10 @@ class Agent:
         self.s.board.retire_finished(self.name)
         interrupted = self.audit.mark_interrupted()
         self.cycle_no = self.audit.last_cycle
-        spent, per_task = self.audit.usage_since(start_of_day())
-        self.budget = BudgetTracker(spent_today=spent, per_task=per_task)
+        today = start_of_day()
+        spent, per_task = self.audit.usage_since(today)
+        self.budget = BudgetTracker(spent_today=spent, per_task=per_task,
+                                    warned=self.audit.warnings_since(today))
         return interrupted
 
     # -- configuration -------------------------------------------------------
@@ -203,8 +207,9 @@ class Agent:
         if not new or not (p.has_work or (p.watch_keys - self.seen)):
             report.reason = "no new input"
             return report
-        if self._paused(cfg, p):
-            report.reason = "budget spent"
+        paused = self._paused(cfg, p)
+        if paused is not None:
+            report.reason = paused
             return report
         self.loops.pop(NO_TASK, None)  # a loop while no task is held is one within a cycle
         with LoopFlusher.of(asyncio.get_running_loop()).using():
@@ -216,33 +221,42 @@ class Agent:
             self.seen |= new
         return report
 
-    def _paused(self, cfg: AgentConfig, p: Perception) -> bool:
-        """Budgets: a spent day pauses the agent; a spent task fails that task."""
+    def _paused(self, cfg: AgentConfig, p: Perception) -> str | None:
+        """Budgets: a spent day pauses the agent; a spent task fails that task. Why no
+        cycle runs (`DAY_SPENT`, `TASKS_SPENT`), or None."""
         if self.budget.day_exhausted(cfg.budget):
-            if self.budget.first_warning(f"day:{self.budget.day}"):
+            if self.budget.first_warning(key := f"day:{self.budget.day}"):
                 self.s.post.send(
                     self.name, HUMAN, f"[budget] {self.name} paused",
                     f"{self.name} spent its daily budget of {cfg.budget.per_day} tokens "
                     f"({self.budget.spent_today} used); it resumes tomorrow (UTC) or when "
                     "you raise `budget.per_day` in its ROM.",
                 )
-            return True
+                self._told(key)
+            return DAY_SPENT
         for tid in self.budget.tasks_exhausted(cfg.budget, list(p.active)):
             ref = p.active.pop(tid)
+            self.working.remove(f"task:{tid}")  # not shown to the model as active any more
             self.s.board.fail(
                 ref, f"token budget per task spent ({self.budget.per_task[tid]} tokens)",
                 self.name, final=True,
             )
-            if self.budget.first_warning(f"task:{tid}"):
+            if self.budget.first_warning(key := f"task:{tid}"):
                 self.s.post.send(
                     self.name, HUMAN, f"[budget] task {tid} stopped",
                     f"Task {tid} used {self.budget.per_task[tid]} tokens, over the per-task "
                     f"budget of {cfg.budget.per_task}; it was moved to tasks/failed/.",
                 )
+                self._told(key)
             self.s.task_changed()
-        # Paused if the budget failed every task and nothing else is new (a watched
-        # file that changed is input on its own).
-        return not (p.has_work or (p.watch_keys - self.seen))
+        # Nothing to do if the budget failed every task and nothing else is new (a
+        # watched file that changed is input on its own).
+        return None if p.has_work or (p.watch_keys - self.seen) else TASKS_SPENT
+
+    def _told(self, key: str) -> None:
+        """Note in the audit log that a person was told `key` (a budget notice), so a
+        restart the same day does not tell them again (see `recover`)."""
+        self.audit.append("budget", cycle=self.cycle_no, warned=key)
 
     async def _think(self, cfg: AgentConfig, p: Perception, report: CycleReport) -> None:
         self.cycle_no += 1

@@ -15,9 +15,10 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
-from hivemind.agent.cycle import Agent, CycleReport
+from hivemind.agent.cycle import DAY_SPENT, Agent, CycleReport
 from hivemind.agent.perceive import matches_any
 from hivemind.agent.services import HiveServices
 from hivemind.daemon.dispatch import Dispatcher
@@ -37,6 +38,7 @@ from hivemind.hive.models import AgentConfig, HiveConfig
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 from hivemind.llm.base import Provider
 from hivemind.ltm.store import LongTermMemory
+from hivemind.memory.blocks import utcnow
 
 BACKOFF_START = 2.0
 BACKOFF_MAX = 300.0
@@ -68,6 +70,7 @@ class AgentRunner:
     task: asyncio.Task[None] | None = None
     stop: bool = False
     worker: WorkerLink | None = None  # the process that runs its cycles (None: this one)
+    paused_on: date | None = None  # the UTC day its daily budget ran out: no new work
 
 
 class Daemon:
@@ -134,8 +137,11 @@ class Daemon:
         now = time.monotonic()
         if self._configs_cache is None or now >= self._configs_at + CONFIGS_TTL:
             out = {}
-            for name in self.runners:
-                cfg = self.runners[name].agent.config()
+            today = utcnow().date()
+            for name, runner in self.runners.items():
+                if runner.paused_on == today:
+                    continue  # its daily budget is spent: tasks for it wait, others go on
+                cfg = runner.agent.config()
                 if cfg is not None:
                     out[name] = cfg
             self._configs_cache, self._configs_at = out, now
@@ -336,6 +342,10 @@ class Daemon:
         return CycleReport(agent=agent.name, ran=True, error=agent.last_error, retry=True)
 
     def _after_cycle(self, runner: AgentRunner, report: CycleReport) -> None:
+        paused_on = utcnow().date() if report.reason == DAY_SPENT else None
+        if paused_on != runner.paused_on and (report.ran or paused_on is not None):
+            runner.paused_on = paused_on  # routing changes: no new work for it, or again
+            self._configs_cache = None
         if not report.ran:
             return
         self.totals.add(report)
@@ -366,7 +376,10 @@ class Daemon:
                 interval = self.config.daemon.rescan_interval * FULL_DISPATCH_EVERY
                 self._full_dispatch_at = now + interval
             try:
-                result = self.dispatcher.dispatch(self._configs(), changed)
+                today = utcnow().date()
+                away = {n: "is paused: its daily token budget is spent"
+                        for n, r in self.runners.items() if r.paused_on == today}
+                result = self.dispatcher.dispatch(self._configs(), changed, away)
             except OSError as exc:
                 self._full_dispatch_at = 0.0
                 # The board itself is broken (e.g. tasks/active/<agent> is a file): say so

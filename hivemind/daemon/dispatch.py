@@ -11,8 +11,9 @@ atomic rename, so another process racing for the same file simply wins or loses.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from hivemind.hive.models import AgentConfig
@@ -42,13 +43,18 @@ class Dispatcher:
         self._hive_agents: frozenset[str] | None = None
 
     def dispatch(
-        self, agents: dict[str, AgentConfig], changed: Iterable[Path] | None = None
+        self, agents: dict[str, AgentConfig], changed: Iterable[Path] | None = None,
+        away: Mapping[str, str] | None = None,
     ) -> DispatchResult:
         """Claim what can be claimed now. `changed`: the task files that changed since
-        the last dispatch (None: list tasks/ whole)."""
+        the last dispatch (None: list tasks/ whole). `away`: why agents of the hive that
+        are not among `agents` take no work ("is paused: ..."), for the waiting list."""
         result = DispatchResult()
         self.board.refresh_pending(changed)
         if not agents:
+            why = "no agent is taking work (paused by its budget)" if away else "no agent runs"
+            for ref in islice(self.board.pending_in_order(), WAITING_SHOWN):
+                result.waiting.append((ref.id, why))
             return result
         configs = list(agents.values())
         key = tuple(
@@ -80,7 +86,8 @@ class Dispatcher:
             if assignee and assignee not in agents and self._in_hive(assignee):
                 # Its agent is in the hive but not running (`--agents`, a ROM without a
                 # valid config): the task waits for it, as assigned.
-                self._wait(result, ref, f"assigned to {assignee}, which is not running")
+                why = (away or {}).get(assignee, "is not running")
+                self._wait(result, ref, f"assigned to {assignee}, which {why}")
                 continue
             target = least_loaded(self._candidates(ref), load)
             if target is None:

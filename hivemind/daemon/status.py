@@ -109,7 +109,7 @@ class StatusWriter:
             agents[name] = {
                 "state": (
                     "thinking" if runner.busy else "error" if a.last_error else
-                    "paused" if a.budget.warned else "idle"
+                    "paused" if a.budget.paused_today() else "idle"
                 ),
                 "cycles": a.cycle_no,
                 "last_error": a.last_error,
