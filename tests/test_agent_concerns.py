@@ -173,3 +173,25 @@ def test_a_task_end_consolidates_its_own_steps_only(hive: Hive) -> None:
     assert set(ends) == {"t1", "t2"}
     assert len(ends["t1"]["consolidated"]) == 1  # the message about Friday deploys
     assert ends["t2"]["consolidated"] == []  # before: t2 kept t1's message as its own
+
+
+def test_a_repeat_for_a_task_finished_in_the_same_round_stops_nothing(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    write_task(hive, "t2")
+    again = {"to": HUMAN, "body": "on it", "task": "t1"}
+    with FakeAnthropic() as api:
+        api.responder = scripted(
+            [tool_use(1, "send_message", **again)],
+            [tool_use(2, "send_message", **again)],
+            [tool_use(3, "send_message", **again),
+             tool_use(4, "complete_task", task_id="t1", result="t1 is done")],
+            [tool_use(5, "complete_task", task_id="t2", result="t2 is done")],
+        )
+        run_until_idle(hive, provider(api))
+        requests = len(api.message_requests)
+
+    assert requests == 5  # four rounds and the end: the cycle was not cut short
+    assert {p.stem for p in hive.done_dir.glob("*.md")} == {"t1", "t2"}
+    [record] = cycles(hive)
+    assert not any("[hivemind]" in c["result"] for c in record["tool_calls"])

@@ -211,7 +211,9 @@ class Agent:
         if paused is not None:
             report.reason = paused
             return report
-        self.loops.pop(NO_TASK, None)  # a loop while no task is held is one within a cycle
+        # Repeats count per task while the agent holds it; while it holds none, within
+        # one cycle.
+        self.loops = {k: v for k, v in self.loops.items() if k in p.active}
         with LoopFlusher.of(asyncio.get_running_loop()).using():
             await self._think(cfg, p, report)
         report.duration_ms = (time.perf_counter() - report.started) * 1000
@@ -543,8 +545,6 @@ class Agent:
             id=FINISHED_ID, context_type="finished_tasks", priority=Priority.LOW,
             summary="\n".join(["Tasks you finished recently:", *lines[-FINISHED_KEPT:]]),
         ))
-        for tid in finished:
-            self.loops.pop(tid, None)
 
     def _break_loops(self, ctx: ToolContext, round_calls: list[ToolCall],
                      results: list[ToolResult], log: list[dict[str, Any]]) -> bool:
@@ -561,8 +561,10 @@ class Agent:
             del self.loops[key]
             reason = (f"stopped: the same tool call was repeated {limit} times "
                       f"({_short(repeated, 120)})")
-            ref = ctx.active_tasks.pop(key, None)
-            if ref is not None:
+            if key != NO_TASK:
+                ref = ctx.active_tasks.pop(key, None)
+                if ref is None:
+                    continue  # finished earlier in the cycle: nothing left to stop
                 self.s.board.fail(ref, reason, self.name, final=True)
                 ctx.effects.tasks_failed.append(key)
                 end_task_memory(ctx, ref, success=False)
