@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from typer.testing import CliRunner, Result
 
@@ -86,3 +87,28 @@ def test_poll_sees_a_task_dropped_while_running(hive: Hive) -> None:
 
     asyncio.run(main())
     assert done_by(hive) == {"late": "ann"}
+
+
+def test_until_idle_prints_a_summary_of_the_run(hive: Hive) -> None:
+    write_agent(hive, "ann")
+    write_task(hive, "t1")
+    write_task(hive, "t2")
+
+    result = run(hive)
+
+    assert result.exit_code == 0, result.output
+    records = [json.loads(x) for x in hive.audit_path("ann").read_text().splitlines()]
+    cycles = [r for r in records if r["event"] == "cycle"]
+    usage = {k: sum(c["usage"][k] for c in cycles) for k in cycles[0]["usage"]}
+    rows = {}
+    for line in result.output.splitlines():
+        cells = [c.strip() for c in line.strip("│ ").split("│")]
+        if len(cells) == 2:
+            rows[cells[0]] = cells[1]
+    assert rows["provider"] == "offline"
+    assert rows["tasks done / failed"] == "2 / 0"
+    assert rows["cycles"] == f"{len(cycles)} (0 with errors)"
+    tokens_in = usage["input_tokens"] + usage["cache_write_tokens"] + usage["cache_read_tokens"]
+    assert rows["tokens in / out"] == f"{tokens_in} / {usage['output_tokens']}"
+    assert rows["cache hit share"] == f"{usage['cache_read_tokens'] / tokens_in:.0%}"
+    assert rows["cost (estimate)"] == "$0.0000"  # the offline provider costs nothing
