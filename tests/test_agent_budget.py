@@ -121,6 +121,13 @@ def plodder(notes_to_self: bool) -> Callable[[Any], Reply]:
 # -- per task -----------------------------------------------------------------------------
 
 
+async def t1_stopped_by_its_budget(hive: Hive, daemon: Daemon) -> None:
+    """Wait until t1 is failed and the model's note to self (which woke it) is answered."""
+    await until((hive.failed_dir / "t1.md").exists, "t1 is failed")
+    await until(lambda: not Mailbox(hive, "worker").unread() and settled(daemon),
+                "the note to self is answered")
+
+
 async def test_a_task_over_its_budget_fails_and_human_is_told_once(hive: Hive) -> None:
     # Each cycle on t1 costs 2 calls x 400 = 800 tokens, over the 500 allowed: the cycle
     # after the first (woken by the model's own note) must stop t1, not work on it.
@@ -129,9 +136,7 @@ async def test_a_task_over_its_budget_fails_and_human_is_told_once(hive: Hive) -
     with FakeAnthropic() as api:
         api.responder = plodder(notes_to_self=True)
         async with running(hive, anthropic(api)) as daemon:
-            await until((hive.failed_dir / "t1.md").exists, "t1 is failed")
-            await until(lambda: not Mailbox(hive, "worker").unread() and settled(daemon),
-                        "the note to self is answered")
+            await t1_stopped_by_its_budget(hive, daemon)
             # More cycles after the stop: mail from human, and heartbeats.
             PostOffice(hive).send(HUMAN, "worker", "status?", "How is it going?")
             await until(lambda: not Mailbox(hive, "worker").unread() and settled(daemon),
@@ -205,9 +210,7 @@ async def test_status_does_not_call_an_agent_paused_for_one_stopped_task(hive: H
     with FakeAnthropic() as api:
         api.responder = plodder(notes_to_self=True)
         async with running(hive, anthropic(api)) as daemon:
-            await until((hive.failed_dir / "t1.md").exists, "t1 is failed")
-            await until(lambda: not Mailbox(hive, "worker").unread() and settled(daemon),
-                        "the note to self is answered")
+            await t1_stopped_by_its_budget(hive, daemon)
 
     status = json.loads(hive.status_file.read_text())
     assert status["agents"]["worker"]["state"] == "idle"

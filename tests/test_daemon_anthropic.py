@@ -150,15 +150,21 @@ def _daemon(hive: Hive, api: FakeAnthropic) -> subprocess.Popen[bytes]:
     )
 
 
-def test_sigterm_mid_run_then_restart_loses_and_repeats_nothing(hive: Hive) -> None:
+def slow_completer(body: Any) -> Reply:
+    """`task_completer`, taking 0.3 s a reply: a signal finds a cycle in flight."""
+    reply = task_completer(body)
+    reply.delay = 0.3
+    return reply
+
+
+def six_tasks_for_a_worker(hive: Hive) -> None:
     write_agent(hive, "worker")
     for i in range(6):
         write_task(hive, f"t{i}")
 
-    def slow_completer(body: Any) -> Reply:
-        reply = task_completer(body)
-        reply.delay = 0.3
-        return reply
+
+def test_sigterm_mid_run_then_restart_loses_and_repeats_nothing(hive: Hive) -> None:
+    six_tasks_for_a_worker(hive)
 
     with FakeAnthropic() as api:
         api.responder = slow_completer
@@ -258,14 +264,7 @@ def test_usage_and_cost_are_recorded_per_cycle_from_the_price_table(hive: Hive) 
 
 
 def test_sigint_finishes_the_cycle_in_flight_and_exits_cleanly(hive: Hive) -> None:
-    write_agent(hive, "worker")
-    for i in range(6):
-        write_task(hive, f"t{i}")
-
-    def slow_completer(body: Any) -> Reply:
-        reply = task_completer(body)
-        reply.delay = 0.3
-        return reply
+    six_tasks_for_a_worker(hive)
 
     with FakeAnthropic() as api:
         api.responder = slow_completer
