@@ -32,8 +32,13 @@ def test_dropped_task_ends_in_done_with_its_result(hive: Hive) -> None:
     assert done.is_file()
     text = done.read_text()
     assert "## Result" in text and "offline" in text
-    assert (hive.workspace_dir / "t1.md").is_file()
-    assert "offline provider" in (hive.workspace_dir / "t1.md").read_text()
+    summary = (hive.workspace_dir / "t1.md").read_text()
+    assert "offline provider" in summary
+    # What it was given: role (from the ROM, which goes to the system prompt), the task
+    # text, the ids of the blocks in its context, token use.
+    assert "- Role: worker of the test hive" in summary
+    assert "Write a haiku about folders." in summary
+    assert "- `task:t1`" in summary and " tokens" in summary
     assert not list(hive.tasks_dir.glob("*.md"))
     assert daemon.totals.tasks_done == 1
 

@@ -439,6 +439,7 @@ class Agent:
         stable, volatile = view.context.json_parts()
         return ModelRequest(
             agent=self.name,
+            role=cfg.role,
             model=cfg.model,
             system=view.system,
             tools=self.s.tools.specs(cfg.tools),

@@ -89,6 +89,7 @@ class ModelRequest(BaseModel):
     """One call to the model within a think-cycle."""
 
     agent: str
+    role: str = Field(default="", description="the agent's role (ROM `role`), for reports")
     model: str
     system: str
     tools: list[ToolSpec] = Field(default_factory=list)

@@ -111,8 +111,9 @@ class _Plan:
         self.replies = 0
         rom = next((_meta(e) for e in entries if _meta(e).get("type") == "rom"), {})
         self.agent = request.agent or str(rom.get("agent") or "")
-        # The runtime may carry the ROM in the system prompt instead of the context.
-        self.role = str(rom.get("role") or "").strip() or "(not given in the context)"
+        # The runtime carries the ROM in the system prompt and its role in the request.
+        role = request.role or str(rom.get("role") or "")
+        self.role = role.strip() or "(not given)"
 
     def add(self, name: str, tool_input: dict[str, Any]) -> None:
         # A model can only call the tools it is offered; the offline provider neither.
