@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
+import regex
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
@@ -25,6 +26,10 @@ MAX_WRITE_BYTES = 1_000_000
 MAX_READ_LINES = 2_000
 MAX_LIST_ENTRIES = 200
 MAX_SEARCH_FILE_BYTES = 2_000_000
+SEARCH_SECONDS = 2.0
+"""A search gives up after this long: a pattern that backtracks without end (`(a|aa)+$`)
+must not hold the cycle, or the daemon's shutdown, for ever. `regex` (not `re`) can
+stop a match under way."""
 
 
 class ReadFileInput(BaseModel):
@@ -169,7 +174,9 @@ def _own_file(path: Path) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
 
 
-def _search(root: Path, hive_root: Path, regex: re.Pattern[str], limit: int) -> list[str]:
+def _search(
+    root: Path, hive_root: Path, pattern: regex.Pattern[str], limit: int, deadline: float
+) -> list[str]:
     hits: list[str] = []
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if _own_file(p))
     for p in files:
@@ -185,7 +192,8 @@ def _search(root: Path, hive_root: Path, regex: re.Pattern[str], limit: int) -> 
             continue
         rel = p.relative_to(hive_root).as_posix()
         for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-            if regex.search(line):
+            # TimeoutError once the deadline passes, even inside one match
+            if pattern.search(line, timeout=max(0.0, deadline - time.monotonic())):
                 hits.append(f"{rel}:{n}: {line[:300]}")
                 if len(hits) >= limit:
                     return hits
@@ -194,11 +202,21 @@ def _search(root: Path, hive_root: Path, regex: re.Pattern[str], limit: int) -> 
 
 async def search_files(ctx: ToolContext, args: SearchFilesInput) -> str:
     try:
-        regex = re.compile(args.pattern)
-    except re.error as exc:
+        pattern = regex.compile(args.pattern)
+    except regex.error as exc:
         raise ToolError(f"invalid pattern: {exc}") from exc
     root = _readable(ctx, args.path)
-    hits = await asyncio.to_thread(_search, root, ctx.hive.root, regex, args.max_results)
+    deadline = time.monotonic() + SEARCH_SECONDS
+    try:
+        hits = await asyncio.to_thread(
+            _search, root, ctx.hive.root, pattern, args.max_results, deadline
+        )
+    except TimeoutError:
+        raise ToolError(
+            f"search stopped after {SEARCH_SECONDS:g} s: the pattern is too slow on these "
+            "files (nested repeats like (a+)+ backtrack without end); use a simpler "
+            "pattern or a narrower path"
+        ) from None
     return "\n".join(hits) if hits else "no match"
 
 
