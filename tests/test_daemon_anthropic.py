@@ -238,8 +238,8 @@ def test_max_steps_stops_the_cycle_and_does_not_spin(hive: Hive) -> None:
 
 def test_usage_and_cost_are_recorded_per_cycle_from_the_price_table(hive: Hive) -> None:
     hive.config_file.write_text(
-        '[pricing."claude-sonnet-5-5"]\ninput = 3.0\noutput = 15.0\n'
-        "cache_write = 3.75\ncache_read = 0.3\n"
+        '[pricing."claude-sonnet-5-5"]\ninput = 100.0\noutput = 1000.0\n'
+        "cache_write = 10.0\ncache_read = 1.0\n"  # not the default prices
     )
     write_agent(hive, "worker")
     write_task(hive, "t1")
@@ -258,7 +258,7 @@ def test_usage_and_cost_are_recorded_per_cycle_from_the_price_table(hive: Hive) 
     [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
     assert cycle["usage"] == {"input_tokens": 2000, "output_tokens": 400,
                               "cache_write_tokens": 6000, "cache_read_tokens": 10000}
-    per_call = (1000 * 3.0 + 200 * 15.0 + 3000 * 3.75 + 5000 * 0.3) / 1_000_000
+    per_call = (1000 * 100.0 + 200 * 1000.0 + 3000 * 10.0 + 5000 * 1.0) / 1_000_000
     assert cycle["cost"] == pytest.approx(2 * per_call)  # two calls: the tool call, the end
     assert daemon.totals.cost == pytest.approx(2 * per_call)
 
