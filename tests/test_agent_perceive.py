@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hivemind.agent.perceive import _stat_key, perceive
+import pytest
+
+from hivemind.agent import perceive as perceive_module
+from hivemind.agent.perceive import READ_MAIL_TTL, _stat_key, perceive
 from hivemind.hive.knowledge import KnowledgeIndex
-from hivemind.hive.layout import Hive
-from hivemind.hive.mailbox import Mailbox, MailItem
+from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.mailbox import Mailbox, MailItem, PostOffice
 from hivemind.hive.models import AgentConfig
 from hivemind.hive.tasks import TaskBoard, TaskRef
-from hivemind.memory.blocks import BlockType, KnowledgeBlock, TaskBlock
+from hivemind.memory.blocks import BlockType, KnowledgeBlock, MessageBlock, Priority, TaskBlock
 from hivemind.memory.manager import WorkingMemoryManager
 from tests.helpers import write_agent, write_task
 
@@ -277,3 +281,41 @@ def test_read_mail_is_named_as_its_block_would_be_before_any_block_is_made(
     assert _message_id(hive, linked) == "msg:kept-message.md"
     gone = MailItem(items[0].message, link.with_name("gone.md"), read=True)
     assert _message_id(hive, gone) == message_block(hive, AGENT, gone).id == "msg:gone.md"
+
+
+def test_unread_mail_is_high_and_read_mail_medium_until_an_hour_after_it_was_read(
+    hive: Hive,
+) -> None:
+    write_agent(hive, AGENT)
+    post = PostOffice(hive)
+    post.send(HUMAN, AGENT, "first", "Read me.")
+    post.send(HUMAN, AGENT, "second", "Me too.")
+    p = Perceiver(hive)
+    p.run()
+    first = next(i for i in p.mailbox.unread() if i.message.subject == "first")
+    read_path = p.mailbox.mark_read(first)
+    p.working = WorkingMemoryManager()
+
+    p.run()
+
+    blocks = {b.subject: b for b in p.working.by_type(BlockType.MESSAGE)
+              if isinstance(b, MessageBlock)}
+    assert blocks["second"].priority is Priority.HIGH and blocks["second"].expiry is None
+    assert blocks["first"].priority is Priority.MEDIUM and blocks["first"].read
+    read_at = datetime.fromtimestamp(read_path.stat().st_ctime, UTC)
+    assert blocks["first"].expiry == read_at + READ_MAIL_TTL
+
+
+def test_read_mail_past_its_hour_is_not_brought_back(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The janitor drops it once expired; the next perception must not add it again."""
+    write_agent(hive, AGENT)
+    PostOffice(hive).send(HUMAN, AGENT, "old news", "Read long ago.")
+    p = Perceiver(hive)
+    p.mailbox.mark_read(p.mailbox.unread()[0])
+    monkeypatch.setattr(perceive_module, "READ_MAIL_TTL", timedelta(0))  # read an hour ago
+
+    p.run()
+
+    assert p.working.by_type(BlockType.MESSAGE) == []

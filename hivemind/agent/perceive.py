@@ -10,8 +10,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
+import time
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,6 @@ from hivemind.memory.blocks import (
     RomBlock,
     StatusBlock,
     TaskBlock,
-    utcnow,
 )
 from hivemind.memory.manager import WorkingMemoryManager
 
@@ -136,7 +136,8 @@ def message_block(hive: Hive, agent: str, item: MailItem) -> MessageBlock:
     if m.sent_at is not None:
         block.timestamp = m.sent_at
     if item.read:
-        block.expiry = utcnow() + READ_MAIL_TTL
+        read_at = item.read_at if item.read_at is not None else time.time()
+        block.expiry = datetime.fromtimestamp(read_at, UTC) + READ_MAIL_TTL
     return block
 
 
@@ -216,8 +217,13 @@ def perceive(
         # answered again every cycle, and its path in new/ no longer exists.
         if isinstance(block, MessageBlock) and not block.read and block.id not in unread_ids:
             working.remove(block.id)
+    expired_before = time.time() - READ_MAIL_TTL.total_seconds()
     for item in mailbox.read_items(READ_MAIL_KEPT):
-        # Most read mail is in view already: its id decides, before any block is made.
+        # Read mail stays in view for READ_MAIL_TTL after it was read (the janitor then
+        # drops it, and it is not brought back). Most is in view already: its id
+        # decides, before any block is made.
+        if item.read_at is not None and item.read_at <= expired_before:
+            continue
         bid = _message_id(hive, item)
         if bid not in unread_ids and bid not in working:
             working.add(message_block(hive, name, item))

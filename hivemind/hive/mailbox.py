@@ -68,6 +68,7 @@ class MailItem:
     message: Message
     path: Path
     read: bool = False
+    read_at: float | None = None  # when it moved to cur/ (the file's ctime), if read
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,8 @@ class Mailbox:
                     continue
                 if not read and self.settle_time > 0 and now - st.st_mtime < self.settle_time:
                     continue
-                out.append((MailItem(self._read(path, st), path, read), st.st_mtime))
+                item = MailItem(self._read(path, st), path, read, st.st_ctime if read else None)
+                out.append((item, st.st_mtime))
             except FileNotFoundError:
                 continue  # marked read meanwhile
         return out
