@@ -1,0 +1,167 @@
+"""`[provider]` of a real hive.toml picks the provider and its endpoint, and `hivemind run`
+says once, up front, when no model is called (the offline provider)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from hivemind.cli.app import app
+from hivemind.hive.config import load_hive_config
+from hivemind.hive.layout import Hive
+from hivemind.llm.anthropic import AnthropicProvider
+from hivemind.llm.offline import OfflineProvider
+from hivemind.llm.select import make_provider
+from tests.fake_anthropic import FakeAnthropic, Reply, message_body
+from tests.helpers import run_until_idle, write_agent, write_task
+
+KEY_ENV = "HIVEMIND_TEST_PROVIDER_KEY"
+KEY = "sk-ant-provider-config-test"
+BANNER = "OFFLINE PROVIDER"
+UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing answers there
+
+
+def completer(body: Any) -> Reply:
+    """A scripted model: complete every active task in its context, then end its turn."""
+    last = body["messages"][-1]["content"]
+    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
+        return Reply(body=message_body([{"type": "text", "text": "all done"}]))
+    first = body["messages"][0]["content"]
+    entries = json.loads("".join(block["text"] for block in first))
+    calls = [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": "complete_task",
+         "input": {"task_id": e["metadata"]["task_id"], "result": "done by the fake model"}}
+        for i, e in enumerate(entries)
+        if e["metadata"].get("type") == "task" and e["metadata"].get("status") == "active"
+    ]
+    if not calls:
+        return Reply(body=message_body([{"type": "text", "text": "nothing to do"}]))
+    return Reply(body=message_body(calls, stop_reason="tool_use"))
+
+
+def key_sent(headers: dict[str, str]) -> str | None:
+    """The API key a request carried (the SDK sends it as a bearer token or x-api-key)."""
+    bearer = headers.get("authorization", "")
+    return bearer.removeprefix("Bearer ") if bearer else headers.get("x-api-key")
+
+
+def provider_toml(base_url: str) -> str:
+    return (
+        "[daemon]\nsettle_time = 0.0\n\n"
+        f'[provider]\nbase_url = "{base_url}"\napi_key_env = "{KEY_ENV}"\n'
+        "max_retries = 0\ntimeout = 5\n"
+    )
+
+
+def run_cli(hive: Hive) -> Result:
+    return CliRunner().invoke(app, ["run", str(hive.root), "--until-idle"])
+
+
+# -- 5. [provider] base_url and the key variable ------------------------------------------
+
+
+def test_base_url_in_hive_toml_is_where_the_requests_go(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = completer
+        hive.config_file.write_text(provider_toml(api.base_url))
+        monkeypatch.setenv(KEY_ENV, KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", UNREACHABLE)  # the file wins over the env
+        provider = make_provider(load_hive_config(hive).provider)
+        assert isinstance(provider, AnthropicProvider)
+        run_until_idle(hive, provider)
+        requests = api.message_requests
+
+    assert requests, "no request reached the base_url of hive.toml"
+    assert {key_sent(r.headers) for r in requests} == {KEY}
+    assert "done by the fake model" in (hive.done_dir / "t1.md").read_text()
+
+
+def test_hivemind_run_sends_to_the_base_url_of_hive_toml(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = completer
+        hive.config_file.write_text(provider_toml(api.base_url))
+        monkeypatch.setenv(KEY_ENV, KEY)
+        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", UNREACHABLE)
+        result = run_cli(hive)
+        requests = api.message_requests
+
+    assert result.exit_code == 0, result.output
+    assert requests and {key_sent(r.headers) for r in requests} == {KEY}
+    assert "done by the fake model" in (hive.done_dir / "t1.md").read_text()
+    assert BANNER not in result.output
+    assert KEY not in result.output
+
+
+def test_without_the_key_the_offline_provider_is_chosen_and_nothing_is_sent(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        hive.config_file.write_text(provider_toml(api.base_url))
+        monkeypatch.delenv(KEY_ENV, raising=False)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # another variable than hive.toml names
+        assert isinstance(make_provider(load_hive_config(hive).provider), OfflineProvider)
+        result = run_cli(hive)
+        requests = api.requests
+
+    assert result.exit_code == 0, result.output
+    assert requests == []
+    assert result.output.count(BANNER) == 1
+    assert f"${KEY_ENV}" in " ".join(result.output.split())  # names the variable to set
+    assert (hive.done_dir / "t1.md").exists()  # the offline provider did the work
+
+
+# -- 6. the offline banner ------------------------------------------------------------------
+
+
+def several_agents_and_tasks(hive: Hive) -> None:
+    hive.config_file.write_text("[daemon]\nsettle_time = 0.0\n")
+    for name in ("ann", "bob", "cy"):
+        write_agent(hive, name)
+    for i in range(6):
+        write_task(hive, f"t{i}")
+
+
+def test_offline_banner_is_printed_exactly_once(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    several_agents_and_tasks(hive)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    result = run_cli(hive)
+
+    assert result.exit_code == 0, result.output
+    assert len(list(hive.done_dir.glob("*.md"))) == 6
+    cycle_lines = [x for x in result.output.splitlines() if " tool calls" in x]
+    assert len(cycle_lines) >= 3  # several cycles ran, and the banner still came once
+    assert result.output.count(BANNER) == 1
+    assert result.output.index(BANNER) < result.output.index(cycle_lines[0])
+
+
+def test_no_offline_banner_with_a_key(hive: Hive, monkeypatch: pytest.MonkeyPatch) -> None:
+    several_agents_and_tasks(hive)
+    with FakeAnthropic() as api:
+        api.responder = completer
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        result = run_cli(hive)
+        requests = api.message_requests
+
+    assert result.exit_code == 0, result.output
+    assert requests  # the model was called
+    assert len(list(hive.done_dir.glob("*.md"))) == 6
+    assert BANNER not in result.output
+    assert "offline" not in result.output.lower()

@@ -1,0 +1,269 @@
+"""What the tools do when they succeed: fail_task's retry and final failure, write_file
+then edit_file in knowledge/, a ROM's tool allow-list as the model sees it, and the
+default max_steps, on real hives (directly, and through cycles with the real SDK
+against the fake Messages API)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.mailbox import Mailbox, PostOffice
+from hivemind.hive.models import AgentConfig
+from hivemind.hive.tasks import TaskBoard
+from hivemind.llm.anthropic import AnthropicProvider
+from hivemind.llm.base import ToolCall
+from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.tools import default_registry
+from hivemind.tools.base import ToolContext
+from tests.fake_anthropic import FakeAnthropic, Reply, message_body
+from tests.helpers import run_until_idle, write_agent, write_task
+
+
+def make_ctx(hive: Hive, agent: str = "worker") -> ToolContext:
+    """A tool context for `agent`, holding the tasks it has claimed on the real board."""
+    if not hive.rom_path(agent).exists():
+        write_agent(hive, agent)
+    board = TaskBoard(hive, settle_time=0)
+    return ToolContext(
+        hive=hive, agent=agent, config=AgentConfig(name=agent), board=board,
+        post=PostOffice(hive), working=WorkingMemoryManager(),
+        active_tasks={r.task.id: r for r in board.active(agent)},
+    )
+
+
+def claim(hive: Hive, stem: str, agent: str = "worker") -> None:
+    board = TaskBoard(hive, settle_time=0)
+    [ref] = [r for r in board.scan_pending() if r.task.id == stem]
+    assert board.claim(ref, agent) is not None
+
+
+async def call(ctx: ToolContext, name: str, **args: object) -> tuple[str, bool]:
+    result = await default_registry().execute(ctx, ToolCall(id="c1", name=name, input=args))
+    return result.content, result.is_error
+
+
+def provider(api: FakeAnthropic) -> AnthropicProvider:
+    return AnthropicProvider(api_key="k", base_url=api.base_url, timeout=5, max_retries=0)
+
+
+def tool_use(n: int, name: str, **args: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": args}
+
+
+def scripted(*rounds: list[dict[str, Any]]) -> Callable[[Any], Reply]:
+    """A model that answers with the rounds of calls in turn, then ends its turn."""
+    it = iter(rounds)
+
+    def reply(_body: Any) -> Reply:
+        calls = next(it, None)
+        if not calls:
+            return Reply(body=message_body([{"type": "text", "text": "done"}]))
+        return Reply(body=message_body(calls, stop_reason="tool_use"))
+
+    return reply
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool_result blocks of a request's last turn."""
+    last = body["messages"][-1]["content"]
+    return [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def result_text(block: dict[str, Any]) -> str:
+    content = block["content"]
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def cycles(hive: Hive, agent: str = "worker") -> list[dict[str, Any]]:
+    lines = hive.audit_path(agent).read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["event"] == "cycle"]
+
+
+# -- 1. fail_task ----------------------------------------------------------------------
+
+
+async def test_fail_task_with_attempts_left_puts_the_task_back_pending(hive: Hive) -> None:
+    write_task(hive, "t1", front="reply_to: human\nmax_attempts: 3\n")
+    claim(hive, "t1")
+    ctx = make_ctx(hive)
+
+    content, is_error = await call(ctx, "fail_task", task_id="t1", reason="the input is missing")
+
+    assert not is_error, content
+    assert content == "task t1 failed; now pending"
+    assert not (hive.active_dir_for("worker") / "t1.md").exists()
+    assert not (hive.failed_dir / "t1.md").exists()
+    text = (hive.tasks_dir / "t1.md").read_text()
+    assert "## Attempt 1 failed\n\nthe input is missing" in text
+    [ref] = TaskBoard(hive, settle_time=0).scan_pending()
+    assert ref.task.id == "t1" and ref.task.attempts == 1 and ref.task.agent is None
+    assert ctx.effects.tasks_failed == ["t1"] and "t1" not in ctx.active_tasks
+    [note] = Mailbox(hive, HUMAN).unread()
+    assert note.message.subject.startswith("[failed]")
+    assert note.message.task == "t1" and note.message.from_ == "worker"
+    assert "the input is missing" in note.message.body
+
+
+async def test_fail_task_on_the_last_attempt_moves_it_to_failed(hive: Hive) -> None:
+    write_task(hive, "t1", front="reply_to: human\nmax_attempts: 1\n")
+    claim(hive, "t1")
+    ctx = make_ctx(hive)
+
+    content, is_error = await call(ctx, "fail_task", task_id="t1", reason="cannot be done")
+
+    assert not is_error, content
+    assert content == "task t1 failed; now failed"
+    assert not (hive.tasks_dir / "t1.md").exists()
+    assert not (hive.active_dir_for("worker") / "t1.md").exists()
+    text = (hive.failed_dir / "t1.md").read_text()
+    assert "## Attempt 1 failed\n\ncannot be done" in text
+    assert "status: failed" in text
+    [note] = Mailbox(hive, HUMAN).unread()
+    assert note.message.subject.startswith("[failed]") and note.message.task == "t1"
+
+
+async def test_fail_task_tells_the_creator_when_there_is_no_reply_to(hive: Hive) -> None:
+    write_agent(hive, "lead")
+    write_task(hive, "sum-it", front="created_by: lead\n")
+    claim(hive, "sum-it")
+    ctx = make_ctx(hive)
+
+    _, is_error = await call(ctx, "fail_task", task_id="sum-it", reason="no numbers given")
+
+    assert not is_error
+    [note] = Mailbox(hive, "lead").unread()
+    assert note.message.subject.startswith("[failed]") and note.message.task == "sum-it"
+    assert "no numbers given" in note.message.body
+    assert Mailbox(hive, HUMAN).unread() == []
+
+
+def test_fail_task_through_cycles_retries_then_lands_in_failed(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1", front="reply_to: human\nmax_attempts: 2\n")
+    with FakeAnthropic() as api:
+        api.responder = scripted(
+            [tool_use(1, "fail_task", task_id="t1", reason="first: the source is down")],
+            [],  # ends the first cycle
+            [tool_use(2, "fail_task", task_id="t1", reason="second: still down")],
+        )
+        run_until_idle(hive, provider(api))
+        first, second = (tool_results(r.body) for r in api.message_requests
+                         if tool_results(r.body))
+
+    assert [result_text(b) for b in first] == ["task t1 failed; now pending"]
+    assert [result_text(b) for b in second] == ["task t1 failed; now failed"]
+    assert not any(b.get("is_error") for b in first + second)
+    text = (hive.failed_dir / "t1.md").read_text()
+    assert "## Attempt 1 failed\n\nfirst: the source is down" in text
+    assert "## Attempt 2 failed\n\nsecond: still down" in text
+    assert not (hive.tasks_dir / "t1.md").exists()
+    notes = Mailbox(hive, HUMAN).unread()
+    assert len(notes) == 2  # one per attempt: a distinct notice id each time
+    assert all(n.message.subject.startswith("[failed]") and n.message.task == "t1"
+               for n in notes)
+    assert [r["effects"]["tasks_failed"] for r in cycles(hive)] == [["t1"], ["t1"]]
+
+
+# -- 2. write_file then edit_file in knowledge/ ----------------------------------------
+
+
+async def test_write_then_edit_a_knowledge_file(hive: Hive) -> None:
+    ctx = make_ctx(hive)
+    path = hive.knowledge_dir / "notes" / "bees.md"
+
+    content, is_error = await call(ctx, "write_file", path="knowledge/notes/bees.md",
+                                   content="# Bees\n\nBees make wax.\n")
+    assert not is_error, content
+    assert path.read_text() == "# Bees\n\nBees make wax.\n"
+
+    content, is_error = await call(ctx, "edit_file", path="knowledge/notes/bees.md",
+                                   old="make wax", new="make honey and wax")
+    assert not is_error, content
+    assert content == "edited knowledge/notes/bees.md"
+    assert path.read_text() == "# Bees\n\nBees make honey and wax.\n"
+    assert ctx.effects.files_written == ["knowledge/notes/bees.md"] * 2
+
+
+async def test_edit_with_an_absent_old_string_is_an_error_and_changes_nothing(
+    hive: Hive,
+) -> None:
+    ctx = make_ctx(hive)
+    path = hive.knowledge_dir / "facts.md"
+    path.write_text("alpha\nbeta\n")
+
+    content, is_error = await call(ctx, "edit_file", path="knowledge/facts.md",
+                                   old="gamma", new="delta")
+
+    assert is_error
+    assert "0 times" in content and "knowledge/facts.md" in content
+    assert path.read_text() == "alpha\nbeta\n"
+    assert ctx.effects.files_written == []
+
+
+async def test_edit_with_an_old_string_found_twice_is_an_error_and_changes_nothing(
+    hive: Hive,
+) -> None:
+    ctx = make_ctx(hive)
+    path = hive.knowledge_dir / "facts.md"
+    path.write_text("same line\nother\nsame line\n")
+
+    content, is_error = await call(ctx, "edit_file", path="knowledge/facts.md",
+                                   old="same line", new="changed")
+
+    assert is_error
+    assert "2 times" in content and "exactly once" in content
+    assert path.read_text() == "same line\nother\nsame line\n"
+    assert ctx.effects.files_written == []
+
+
+# -- 3. a ROM's tools: allow-list -------------------------------------------------------
+
+
+def test_rom_tool_allow_list_is_what_the_model_gets_and_enforced(hive: Hive) -> None:
+    write_agent(hive, "worker", front="tools: [send_message, complete_task]\n")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = scripted(
+            [tool_use(1, "write_file", path="workspace/x.md", content="sneaky")],
+            [tool_use(2, "complete_task", task_id="t1", result="done without files")],
+        )
+        run_until_idle(hive, provider(api))
+        bodies = [r.body for r in api.message_requests]
+
+    assert sorted(t["name"] for t in bodies[0]["tools"]) == ["complete_task", "send_message"]
+    [refused] = tool_results(bodies[1])
+    assert refused["is_error"] is True
+    assert "unknown tool 'write_file'" in result_text(refused)
+    assert not (hive.workspace_dir / "x.md").exists()
+    [done] = tool_results(bodies[2])
+    assert not done.get("is_error")
+    assert "done without files" in (hive.done_dir / "t1.md").read_text()
+    [record] = cycles(hive)  # the refusal did not end the cycle
+    assert [c["error"] for c in record["tool_calls"]] == [True, False]
+
+
+# -- 4. the default max_steps ----------------------------------------------------------
+
+
+def test_default_max_steps_is_eight_rounds(hive: Hive) -> None:
+    write_agent(hive, "worker")  # no max_steps in the ROM, none in hive.toml
+    write_task(hive, "t1")
+    counter = iter(range(1000))
+
+    def restless(_body: Any) -> Reply:
+        n = next(counter)
+        call = tool_use(n, "search_files", pattern=f"never-{n}")
+        return Reply(body=message_body([call], stop_reason="tool_use"))
+
+    with FakeAnthropic() as api:
+        api.responder = restless
+        run_until_idle(hive, provider(api))
+        requests = len(api.message_requests)
+
+    assert requests == 8
+    [record] = cycles(hive)
+    assert "max_steps=8" in record["error"]
+    assert len(record["tool_calls"]) == 8
