@@ -105,6 +105,12 @@ def _short(value: Any, limit: int = SUMMARY_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def _cancelling() -> bool:
+    """True while the running task is being cancelled (its cycle cut short)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _finished(result: ToolResult) -> asyncio.Task[ToolResult]:
     """A result that needs no running, as a task among the round's others."""
 
@@ -284,39 +290,22 @@ class Agent:
         if view.recalled is not None:
             ctx.effects.memories.append(view.recalled)
         calls: list[dict[str, Any]] = []
-        text = ""
+        said: list[str] = []
+        marks_mail = False
         try:
-            turns: list[Turn] = []
-            for _ in range(cfg.max_steps):
-                response = await self._call(
-                    request.model_copy(update={"turns": turns}), report, task_ids
-                )
-                text = response.text or text
-                if not response.tool_calls:
-                    if response.stop_reason == "max_tokens":
-                        # A reply cut short is a failed call: retried after a back-off.
-                        report.error = (f"the reply was cut at max_output_tokens="
-                                        f"{cfg.max_output_tokens} (stop_reason max_tokens)")
-                        report.retry = True
-                    break
-                started = time.perf_counter()
-                results = await self._run_calls(ctx, response, cfg, calls)
-                report.tools_ms += (time.perf_counter() - started) * 1000
-                stop = self._break_loops(ctx, response.tool_calls, results, calls)
-                turns = [*turns, AssistantTurn(text=response.text, tool_calls=response.tool_calls),
-                         ToolResultsTurn(results=results)]
-                if stop:
-                    break
-            else:
-                report.error = f"stopped after max_steps={cfg.max_steps} rounds"
+            await self._rounds(cfg, request, report, task_ids, ctx, calls, said)
         except ModelError as exc:
             report.error = f"{type(exc).__name__}: {exc}"
             report.retry = True
         finally:
             self.audit.kick()
-            await start_flushed
-            self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
-            marks_mail = await self._record_flushed(p, report, calls)
+            if not _cancelling():
+                # Cut short (the daemon's grace period ran out), a cycle has no record:
+                # its start line stays open, and the next start marks it interrupted.
+                await start_flushed
+                text = said[-1] if said else ""
+                self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
+                marks_mail = await self._record_flushed(p, report, calls)
         # Mail is marked read only now that the cycle's record is on disk.
         if marks_mail:
             for item in p.unread:
@@ -326,6 +315,36 @@ class Agent:
         self.s.janitor.sweep(self.working)
         if self.s.ltm is not None and ctx.effects.memories and report.error is None:
             await self._reflect(cfg, p)
+
+    async def _rounds(
+        self, cfg: AgentConfig, request: ModelRequest, report: CycleReport,
+        task_ids: list[str], ctx: ToolContext, calls: list[dict[str, Any]], said: list[str],
+    ) -> None:
+        """Model call, its tool calls, and again, up to `max_steps` rounds. The calls are
+        logged in `calls`, what the model said in `said`, as they come."""
+        turns: list[Turn] = []
+        for _ in range(cfg.max_steps):
+            response = await self._call(
+                request.model_copy(update={"turns": turns}), report, task_ids
+            )
+            if response.text:
+                said.append(response.text)
+            if not response.tool_calls:
+                if response.stop_reason == "max_tokens":
+                    # A reply cut short is a failed call: retried after a back-off.
+                    report.error = (f"the reply was cut at max_output_tokens="
+                                    f"{cfg.max_output_tokens} (stop_reason max_tokens)")
+                    report.retry = True
+                return
+            started = time.perf_counter()
+            results = await self._run_calls(ctx, response, cfg, calls)
+            report.tools_ms += (time.perf_counter() - started) * 1000
+            stop = self._break_loops(ctx, response.tool_calls, results, calls)
+            turns = [*turns, AssistantTurn(text=response.text, tool_calls=response.tool_calls),
+                     ToolResultsTurn(results=results)]
+            if stop:
+                return
+        report.error = f"stopped after max_steps={cfg.max_steps} rounds"
 
     async def _record_flushed(
         self, p: Perception, report: CycleReport, calls: list[dict[str, Any]]
