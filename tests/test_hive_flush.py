@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hivemind.hive import atomic
 from hivemind.hive.atomic import (
     GroupFlush,
     atomic_write_steps,
@@ -105,3 +106,66 @@ async def test_run_async_flushes_off_the_loop_and_finishes_the_operation(tmp_pat
     assert results.count(True) == 8 and results.count(False) == 1
     assert (tmp_path / "m0.md").read_text() in {"0\n", "again\n"}  # one whole file, never both
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+# -- a batch: one syncfs while little else waits to be written, else file by file --------
+
+MB = 1024 * 1024
+linux_only = pytest.mark.skipif(atomic._syncfs is None, reason="syncfs is Linux's")
+
+
+@pytest.mark.parametrize(
+    ("dirty", "ours", "quick"),
+    [(None, 0, False), (0, 0, True), (5 * MB, 4 * MB, True),
+     (atomic.OTHERS_DIRTY_MAX, 0, True), (atomic.OTHERS_DIRTY_MAX + 1, 0, False),
+     (64 * MB, 1 * MB, False)],
+    ids=["unknown", "nothing", "mostly-ours", "at-the-limit", "past-the-limit", "busy"],
+)
+def test_a_syncfs_is_quick_only_when_little_besides_the_batch_is_dirty(
+    dirty: int | None, ours: int, quick: bool
+) -> None:
+    assert atomic.syncfs_is_quick(dirty, ours) is quick
+
+
+def batch(tmp_path: Path, name: str, n: int = 5) -> list[Path]:
+    paths = [tmp_path / f"{name}{i}" for i in range(n)]
+    for path in paths:
+        path.write_bytes(b"x" * 600)
+    return paths
+
+
+@linux_only
+def test_with_another_writers_data_pending_a_batch_is_flushed_file_by_file(
+    tmp_path: Path,
+) -> None:
+    """syncfs would wait for all of it: another program's 64 MB here."""
+    (tmp_path / "someone-elses.bin").write_bytes(os.urandom(MB) * 64)  # dirty, not synced
+    before = (atomic.group_flush.syncfs_trips, atomic.group_flush.file_trips)
+
+    fsync_all(batch(tmp_path, "mine"))
+
+    after = (atomic.group_flush.syncfs_trips, atomic.group_flush.file_trips)
+    assert after == (before[0], before[1] + 1)
+
+
+@linux_only
+def test_with_little_else_pending_a_batch_is_one_syncfs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(atomic, "_dirty_bytes", lambda: 0)  # a quiet machine
+    before = (atomic.group_flush.syncfs_trips, atomic.group_flush.file_trips)
+
+    fsync_all(batch(tmp_path, "mine"))
+
+    after = (atomic.group_flush.syncfs_trips, atomic.group_flush.file_trips)
+    assert after == (before[0] + 1, before[1])
+
+
+@linux_only
+def test_the_systems_dirty_data_is_read_from_proc_meminfo(tmp_path: Path) -> None:
+    os.sync()
+    quiet = atomic._dirty_bytes()
+    (tmp_path / "pending.bin").write_bytes(os.urandom(MB) * 16)
+    busy = atomic._dirty_bytes()
+    assert quiet is not None and busy is not None
+    assert busy >= 8 * MB  # most of the 16 MB just written waits to be written back
