@@ -23,6 +23,7 @@ from hivemind.llm.anthropic import AnthropicProvider
 from hivemind.llm.base import Provider
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import CountingProvider, fast_config, run_until_idle, write_agent, write_task
+from tests.scripted_model import active_tasks, is_first_round
 
 WAIT = 20.0  # s: generous; every wait ends as soon as its condition holds
 QUIET = 0.6  # s of heartbeats (every 0.05 s) in which nothing more may happen
@@ -80,21 +81,6 @@ def settled(daemon: Daemon) -> bool:
 
 def anthropic(api: FakeAnthropic) -> AnthropicProvider:
     return AnthropicProvider(api_key="k", base_url=api.base_url, timeout=5, max_retries=0)
-
-
-def context_entries(body: dict[str, Any]) -> list[dict[str, Any]]:
-    first = body["messages"][0]["content"]
-    return list(json.loads("".join(block["text"] for block in first)))
-
-
-def active_tasks(body: dict[str, Any]) -> list[str]:
-    return [e["metadata"]["task_id"] for e in context_entries(body)
-            if e["metadata"].get("type") == "task" and e["metadata"].get("status") == "active"]
-
-
-def is_first_round(body: dict[str, Any]) -> bool:
-    last = body["messages"][-1]["content"]
-    return not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last)
 
 
 def text_reply(text: str) -> Reply:

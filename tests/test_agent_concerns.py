@@ -4,7 +4,6 @@ own steps, and the loop breaker stops only the task that loops."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,9 +13,9 @@ from hivemind.agent.cycle import Agent
 from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.llm.anthropic import AnthropicProvider
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import fast_config, run_until_idle, write_agent, write_task
+from tests.scripted_model import last_results, provider, scripted, tool_use
 
 HELD = ["t1", "t2", "t1-b"]
 
@@ -55,34 +54,6 @@ def test_with_no_task_held_a_call_concerns_none() -> None:
 # -- through a cycle, with the real SDK against the fake Messages API ----------------------
 
 WORTH = "we decided never to deploy on Friday: the release failed badly, critical lesson"
-
-
-def provider(api: FakeAnthropic) -> AnthropicProvider:
-    return AnthropicProvider(api_key="k", base_url=api.base_url, timeout=5, max_retries=0)
-
-
-def tool_use(n: int, name: str, **args: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": args}
-
-
-def last_results(body: dict[str, Any]) -> list[str]:
-    """The tool results the model is sent back in the request's last turn."""
-    last = body["messages"][-1]["content"]
-    return [b["content"] if isinstance(b["content"], str) else json.dumps(b["content"])
-            for b in last if isinstance(b, dict) and b.get("type") == "tool_result"]
-
-
-def scripted(*rounds: list[dict[str, Any]]) -> Callable[[Any], Reply]:
-    """A model that answers with the rounds of calls in turn, then ends its turn."""
-    it = iter(rounds)
-
-    def reply(_body: Any) -> Reply:
-        calls = next(it, None)
-        if not calls:
-            return Reply(body=message_body([{"type": "text", "text": "done"}]))
-        return Reply(body=message_body(calls, stop_reason="tool_use"))
-
-    return reply
 
 
 def cycles(hive: Hive) -> list[dict[str, Any]]:

@@ -9,18 +9,9 @@ from typing import Any
 from hivemind.agent.cycle import Agent
 from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import HUMAN, Hive
-from hivemind.llm.anthropic import AnthropicProvider
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import fast_config, run_until_idle, write_agent, write_task
-
-
-def provider(api: FakeAnthropic) -> AnthropicProvider:
-    return AnthropicProvider(api_key="k", base_url=api.base_url, timeout=5, max_retries=0)
-
-
-def context_entries(body: dict[str, Any]) -> list[dict[str, Any]]:
-    first = body["messages"][0]["content"]
-    return list(json.loads("".join(block["text"] for block in first)))
+from tests.scripted_model import context_entries, provider
 
 
 def answers_then_ends(body: Any) -> Reply:

@@ -21,6 +21,7 @@ from hivemind.hive.leftovers import writer_pid
 from hivemind.llm.anthropic import AnthropicProvider
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import run_until_idle, write_agent, write_task
+from tests.scripted_model import active_tasks, is_first_round, text_reply
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = "sk-ant-test-key-of-the-shutdown-tests"
@@ -36,26 +37,6 @@ def audit(hive: Hive, agent: str) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-
-
-def context_entries(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The JSON context of a request: the first user turn's text blocks, joined."""
-    first = body["messages"][0]["content"]
-    return list(json.loads("".join(block["text"] for block in first)))
-
-
-def active_tasks(body: dict[str, Any]) -> list[str]:
-    return [e["metadata"]["task_id"] for e in context_entries(body)
-            if e["metadata"].get("type") == "task" and e["metadata"].get("status") == "active"]
-
-
-def is_first_round(body: dict[str, Any]) -> bool:
-    last = body["messages"][-1]["content"]
-    return not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last)
-
-
-def text_reply(text: str) -> Reply:
-    return Reply(body=message_body([{"type": "text", "text": text}]))
 
 
 def completer(body: Any) -> Reply:

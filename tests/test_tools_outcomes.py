@@ -6,20 +6,19 @@ against the fake Messages API)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
 from hivemind.hive.models import AgentConfig
 from hivemind.hive.tasks import TaskBoard
-from hivemind.llm.anthropic import AnthropicProvider
 from hivemind.llm.base import ToolCall
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.tools import default_registry
 from hivemind.tools.base import ToolContext
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import run_until_idle, write_agent, write_task
+from tests.scripted_model import provider, scripted, tool_use
 
 
 def make_ctx(hive: Hive, agent: str = "worker") -> ToolContext:
@@ -43,27 +42,6 @@ def claim(hive: Hive, stem: str, agent: str = "worker") -> None:
 async def call(ctx: ToolContext, name: str, **args: object) -> tuple[str, bool]:
     result = await default_registry().execute(ctx, ToolCall(id="c1", name=name, input=args))
     return result.content, result.is_error
-
-
-def provider(api: FakeAnthropic) -> AnthropicProvider:
-    return AnthropicProvider(api_key="k", base_url=api.base_url, timeout=5, max_retries=0)
-
-
-def tool_use(n: int, name: str, **args: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": args}
-
-
-def scripted(*rounds: list[dict[str, Any]]) -> Callable[[Any], Reply]:
-    """A model that answers with the rounds of calls in turn, then ends its turn."""
-    it = iter(rounds)
-
-    def reply(_body: Any) -> Reply:
-        calls = next(it, None)
-        if not calls:
-            return Reply(body=message_body([{"type": "text", "text": "done"}]))
-        return Reply(body=message_body(calls, stop_reason="tool_use"))
-
-    return reply
 
 
 def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
