@@ -222,7 +222,7 @@ def test_a_task_budget_spent_before_a_restart_stops_the_task_at_once(hive: Hive)
 # -- per day ------------------------------------------------------------------------------
 
 
-async def test_an_agent_over_its_day_stops_calling_the_model_and_keeps_its_tasks(
+async def test_an_agent_over_its_day_stops_calling_the_model_and_gives_back_its_tasks(
     hive: Hive,
 ) -> None:
     write_agent(hive, "worker", front=f"budget: {{per_day: 1}}\n{HEARTBEAT}")
@@ -245,8 +245,10 @@ async def test_an_agent_over_its_day_stops_calling_the_model_and_keeps_its_tasks
     [note] = [i.message for i in Mailbox(hive, HUMAN).unread() if i.message.subject.startswith(
         "[budget]")]
     assert "daily budget of 1 tokens" in note.body
-    assert where(hive, "t2") == "tasks/active/worker"  # claimed before the pause was known
-    assert where(hive, "t3") == "tasks"
+    # t2, claimed before the pause was known, is given back for other agents; t3 is not
+    # claimed at all. The one agent there is paused: both wait.
+    assert "Back in tasks/ for other agents: t2." in note.body
+    assert where(hive, "t2") == where(hive, "t3") == "tasks"
     assert [i.message.subject for i in Mailbox(hive, "worker").unread()] == ["hello"]
     assert [r["tasks"] for r in cycle_records(hive, "worker")] == [["t1"]]  # t2: no cycle
 
@@ -276,6 +278,25 @@ async def test_a_paused_agent_gets_no_new_work_and_others_take_it(hive: Hive) ->
     assert where(hive, "for-alice") == "tasks"
 
 
+async def test_a_paused_agent_gives_back_the_tasks_others_can_do(hive: Hive) -> None:
+    """Claimed before the pause was known: unassigned work goes to another agent today;
+    work assigned to the paused agent stays with it."""
+    write_agent(hive, "alice", front="budget: {per_day: 1}\n")
+    write_agent(hive, "bob", front="accepts_unassigned: false\n")
+    write_task(hive, "t1", front="assignee: alice\n")
+    async with running(hive, CountingProvider()) as daemon:
+        await until(lambda: (hive.done_dir / "t1.md").exists() and settled(daemon), "t1 is done")
+        write_task(hive, "mine", front="assignee: alice\n")
+        write_task(hive, "anyones")  # only alice accepts unassigned work: she claims it
+        await until(lambda: bool(budget_notes(hive)), "alice is paused")
+        (hive.rom_path("bob")).write_text("---\nrole: bob\n---\nDo tasks.\n")  # now he may
+        await until(lambda: (hive.done_dir / "anyones.md").exists() and settled(daemon),
+                    "bob did it")
+
+    assert "agent: bob" in (hive.done_dir / "anyones.md").read_text()
+    assert where(hive, "mine") == "tasks/active/alice"
+
+
 def test_a_day_budget_from_hive_toml_survives_a_restart(hive: Hive) -> None:
     hive.config_file.write_text("[agents]\nbudget = {per_day = 1}\n")
     write_agent(hive, "worker")
@@ -289,7 +310,7 @@ def test_a_day_budget_from_hive_toml_survives_a_restart(hive: Hive) -> None:
     run_until_idle(hive, provider)  # stops "stalled": t2 waits for tomorrow
 
     assert provider.requests == []
-    assert where(hive, "t2") == "tasks/active/worker"
+    assert where(hive, "t2") == "tasks"  # claimed at the start, given back when paused
     assert budget_notes(hive) == ["[budget] worker paused"]
 
 

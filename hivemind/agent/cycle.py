@@ -23,7 +23,7 @@ from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.services import HiveServices
-from hivemind.errors import ConfigError, ModelError
+from hivemind.errors import ConfigError, ModelError, UserError
 from hivemind.hive.atomic import LoopFlusher
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
@@ -233,12 +233,15 @@ class Agent:
         """Budgets: a spent day pauses the agent; a spent task fails that task. Why no
         cycle runs (`DAY_SPENT`, `TASKS_SPENT`), or None."""
         if self.budget.day_exhausted(cfg.budget):
+            released = self._release_unassigned(p)
             if self.budget.first_warning(key := f"day:{self.budget.day}"):
                 self.s.post.send(
                     self.name, HUMAN, f"[budget] {self.name} paused",
                     f"{self.name} spent its daily budget of {cfg.budget.per_day} tokens "
                     f"({self.budget.spent_today} used); it resumes tomorrow (UTC) or when "
-                    "you raise `budget.per_day` in its ROM.",
+                    "you raise `budget.per_day` in its ROM."
+                    + (f" Back in tasks/ for other agents: {', '.join(released)}."
+                       if released else ""),
                 )
                 self._told(key)
             return DAY_SPENT
@@ -260,6 +263,25 @@ class Agent:
         # Nothing to do if the budget failed every task and nothing else is new (a
         # watched file that changed is input on its own).
         return None if p.has_work or (p.watch_keys - self.seen) else TASKS_SPENT
+
+    def _release_unassigned(self, p: Perception) -> list[str]:
+        """A paused agent gives back the tasks it holds that were not assigned to it, so
+        other agents can do them today; its ids. Tasks assigned to it wait for it."""
+        released = []
+        for tid, ref in list(p.active.items()):
+            if ref.task.assignee == self.name:
+                continue
+            try:
+                self.s.board.release(ref, self.name)
+            except (UserError, OSError) as exc:  # moved meanwhile: nothing to give back
+                logger.warning("%s: task %s not given back: %s", self.name, tid, exc)
+                continue
+            del p.active[tid]
+            self.working.remove(f"task:{tid}")
+            released.append(tid)
+        if released:
+            self.s.task_changed()
+        return released
 
     def _told(self, key: str) -> None:
         """Note in the audit log that a person was told `key` (a budget notice), so a

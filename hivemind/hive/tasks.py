@@ -230,6 +230,19 @@ class TaskBoard(TaskIndex):
                 return
             yield path
 
+    def release(self, ref: TaskRef, agent: str) -> TaskRef:
+        """Give a task `agent` holds back to tasks/, as it is, for any agent to claim (its
+        agent cannot work on it for now). Not an attempt: nothing is written into it."""
+        task = self._owned(ref, agent)
+        dest = move_into(ref.path, self.hive.tasks_dir, ref.path.name)
+        self._parsed.forget(ref.path)
+        self._loaded(agent, -1)
+        self._moved_in.add(dest)
+        task = task.model_copy(
+            update={"status": TaskState.PENDING, "agent": None, "claimed_at": None}
+        )
+        return TaskRef(task, dest, TaskState.PENDING, None, time.time())
+
     def fail(self, ref: TaskRef, reason: str, agent: str, *, final: bool = False) -> TaskRef:
         """Count the attempt; back to tasks/ while attempts < max_attempts, else failed/.
 
