@@ -19,11 +19,10 @@ from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
 from hivemind.hive.models import TokenBudget
-from hivemind.llm.anthropic import AnthropicProvider
 from hivemind.llm.base import Provider
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import CountingProvider, fast_config, run_until_idle, write_agent, write_task
-from tests.scripted_model import active_tasks, is_first_round
+from tests.scripted_model import active_tasks, is_first_round, provider
 
 WAIT = 20.0  # s: generous; every wait ends as soon as its condition holds
 QUIET = 0.6  # s of heartbeats (every 0.05 s) in which nothing more may happen
@@ -79,10 +78,6 @@ def settled(daemon: Daemon) -> bool:
     return not any(r.busy or r.wake.is_set() for r in daemon.runners.values())
 
 
-def anthropic(api: FakeAnthropic) -> AnthropicProvider:
-    return AnthropicProvider(api_key="k", base_url=api.base_url, timeout=5, max_retries=0)
-
-
 def text_reply(text: str) -> Reply:
     return Reply(body=message_body([{"type": "text", "text": text}], usage=PER_CALL))
 
@@ -121,7 +116,7 @@ async def test_a_task_over_its_budget_fails_and_human_is_told_once(hive: Hive) -
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         api.responder = plodder(notes_to_self=True)
-        async with running(hive, anthropic(api)) as daemon:
+        async with running(hive, provider(api)) as daemon:
             await t1_stopped_by_its_budget(hive, daemon)
             # More cycles after the stop: mail from human, and heartbeats.
             PostOffice(hive).send(HUMAN, "worker", "status?", "How is it going?")
@@ -151,7 +146,7 @@ async def test_a_spent_task_is_stopped_while_the_agents_other_task_goes_on(hive:
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         api.responder = plodder(notes_to_self=False)
-        async with running(hive, anthropic(api)) as daemon:
+        async with running(hive, provider(api)) as daemon:
             await until(lambda: len(api.message_requests) == 2 and settled(daemon),
                         "t1's first cycle has ended")
             assert where(hive, "t1") == "tasks/active/worker"  # 800 tokens, not stopped yet
@@ -176,7 +171,7 @@ async def test_a_task_stopped_by_its_budget_is_not_shown_to_the_model_as_active(
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         api.responder = plodder(notes_to_self=False)
-        async with running(hive, anthropic(api)) as daemon:
+        async with running(hive, provider(api)) as daemon:
             await until(lambda: len(api.message_requests) == 2 and settled(daemon),
                         "t1's first cycle has ended")
             write_task(hive, "t2")
@@ -195,7 +190,7 @@ async def test_status_does_not_call_an_agent_paused_for_one_stopped_task(hive: H
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         api.responder = plodder(notes_to_self=True)
-        async with running(hive, anthropic(api)) as daemon:
+        async with running(hive, provider(api)) as daemon:
             await t1_stopped_by_its_budget(hive, daemon)
 
     status = json.loads(hive.status_file.read_text())
@@ -207,14 +202,14 @@ def test_a_task_budget_spent_before_a_restart_stops_the_task_at_once(hive: Hive)
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         api.responder = plodder(notes_to_self=False)
-        run_until_idle(hive, anthropic(api), max_cycles=1)
+        run_until_idle(hive, provider(api), max_cycles=1)
         assert len(api.message_requests) == 2
     assert where(hive, "t1") == "tasks/active/worker"  # 800 tokens spent on it
 
-    provider = CountingProvider()
-    run_until_idle(hive, provider)
+    counting = CountingProvider()
+    run_until_idle(hive, counting)
 
-    assert provider.requests == []  # not one more token on t1
+    assert counting.requests == []  # not one more token on t1
     assert "token budget per task spent (800 tokens)" in (hive.failed_dir / "t1.md").read_text()
     assert budget_notes(hive) == ["[budget] task t1 stopped"]
 

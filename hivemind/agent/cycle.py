@@ -166,7 +166,8 @@ class Agent:
         self.cycle_no = 0
         self.budget = BudgetTracker()
         self.seen: set[str] = set()
-        self.loops: dict[str, Counter[str]] = {}
+        self.loops: dict[str, Counter[str]] = {}  # per task held (or NO_TASK): call → times
+        self._repeated: dict[str, str] = {}  # the keys whose call reached the limit this round
         self.config_error: str | None = None
         self.last_error: str | None = None
         self._last_request: str | None = None
@@ -220,6 +221,7 @@ class Agent:
         # Repeats count per task while the agent holds it; while it holds none, within
         # one cycle.
         self.loops = {k: v for k, v in self.loops.items() if k in p.active}
+        self._repeated = {}
         with LoopFlusher.of(asyncio.get_running_loop()).using():
             await self._think(cfg, p, report)
         report.duration_ms = (time.perf_counter() - report.started) * 1000
@@ -553,8 +555,12 @@ class Agent:
         # cycle is no longer any call's); none held: counted under NO_TASK.
         concerned = concerned_tasks(call.input, list(ctx.active_tasks))
         canonical = canonical_call(call)
+        limit = self.s.config.daemon.loop_breaker
         for key in concerned or [NO_TASK]:
-            self.loops.setdefault(key, Counter())[canonical] += 1
+            counts = self.loops.setdefault(key, Counter())
+            counts[canonical] += 1
+            if counts[canonical] >= limit:
+                self._repeated.setdefault(key, canonical)  # `_break_loops` acts on it
         result = await self.s.tools.execute(ctx, call)
         # Recorded as the call ends: a task finished later in the round consolidates the
         # steps that led to it (its own: see `concerned_tasks`).
@@ -596,11 +602,9 @@ class Agent:
         cycle must end: that, or no task is left after a stop."""
         limit = self.s.config.daemon.loop_breaker
         end = stopped = False
-        for key in list(self.loops):
-            repeated = next((c for c, n in self.loops[key].items() if n >= limit), None)
-            if repeated is None:
-                continue
-            del self.loops[key]
+        tripped, self._repeated = self._repeated, {}
+        for key, repeated in tripped.items():
+            self.loops.pop(key, None)
             reason = (f"stopped: the same tool call was repeated {limit} times "
                       f"({_short(repeated, 120)})")
             if key != NO_TASK:

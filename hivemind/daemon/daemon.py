@@ -137,15 +137,20 @@ class Daemon:
         now = time.monotonic()
         if self._configs_cache is None or now >= self._configs_at + CONFIGS_TTL:
             out = {}
-            today = utcnow().date()
+            paused = self._paused()
             for name, runner in self.runners.items():
-                if runner.paused_on == today:
+                if name in paused:
                     continue  # its daily budget is spent: tasks for it wait, others go on
                 cfg = runner.agent.config()
                 if cfg is not None:
                     out[name] = cfg
             self._configs_cache, self._configs_at = out, now
         return self._configs_cache
+
+    def _paused(self) -> set[str]:
+        """The agents paused today: their daily budget is spent (see `_after_cycle`)."""
+        today = utcnow().date()
+        return {name for name, r in self.runners.items() if r.paused_on == today}
 
     def _figures(self) -> dict[str, object]:
         """Hive figures for STATUS blocks, computed at most every FIGURES_TTL seconds."""
@@ -376,9 +381,7 @@ class Daemon:
                 interval = self.config.daemon.rescan_interval * FULL_DISPATCH_EVERY
                 self._full_dispatch_at = now + interval
             try:
-                today = utcnow().date()
-                away = {n: "is paused: its daily token budget is spent"
-                        for n, r in self.runners.items() if r.paused_on == today}
+                away = dict.fromkeys(self._paused(), "is paused: its daily token budget is spent")
                 result = self.dispatcher.dispatch(self._configs(), changed, away)
             except OSError as exc:
                 self._full_dispatch_at = 0.0

@@ -155,7 +155,9 @@ class GroupFlush:
             self.batches += 1
         error = None
         try:
-            _flush_fds(batch)
+            syncfs_groups, file_groups = _flush_fds(batch)
+            self.syncfs_trips += syncfs_groups  # only the leader writes these
+            self.file_trips += file_groups
         except OSError as exc:
             error = exc
         finally:
@@ -171,8 +173,9 @@ class GroupFlush:
             raise error
 
 
-def _flush_fds(fds: Sequence[int]) -> None:
-    """Flush the files of `fds` to disk.
+def _flush_fds(fds: Sequence[int]) -> tuple[int, int]:
+    """Flush the files of `fds` to disk; how many groups went by one syncfs, and file by
+    file.
 
     On Linux, three or more files on one filesystem are flushed together: with one
     syncfs(2) (one journal commit and one cache flush for all) while little else on
@@ -180,13 +183,18 @@ def _flush_fds(fds: Sequence[int]) -> None:
     writeback and then an fdatasync each (the first commits the journal for all; the
     others find their data written). Elsewhere, and for one or two files, an fsync each.
     """
+    if len(fds) < GROUP_FLUSH_MIN or _syncfs is None:
+        for fd in fds:
+            os.fsync(fd)
+        return 0, 0
     by_device: dict[int, list[tuple[int, int]]] = {}
     for fd in fds:
         st = os.fstat(fd)
         by_device.setdefault(st.st_dev, []).append((fd, st.st_size))
     dirty: int | None = None
+    syncfs_groups = file_groups = 0
     for group in by_device.values():
-        if len(group) < GROUP_FLUSH_MIN or _syncfs is None:
+        if len(group) < GROUP_FLUSH_MIN:
             for fd, _ in group:
                 os.fsync(fd)
             continue
@@ -194,14 +202,15 @@ def _flush_fds(fds: Sequence[int]) -> None:
             dirty = _dirty_bytes()
         if syncfs_is_quick(dirty, sum(size for _, size in group)):
             _check(_syncfs(group[0][0]), "syncfs")
-            group_flush.syncfs_trips += 1
+            syncfs_groups += 1
             continue
         if _sync_file_range is not None:
             for fd, _ in group:
                 _check(_sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE), "sync_file_range")
         for fd, _ in group:
             os.fdatasync(fd)
-        group_flush.file_trips += 1
+        file_groups += 1
+    return syncfs_groups, file_groups
 
 
 def _check(result: int, call: str) -> None:
