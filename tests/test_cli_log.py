@@ -83,6 +83,7 @@ def test_a_real_run_prints_one_line_a_record_and_one_a_tool_call(
     assert "#1 start  tasks=['t1'] mail=[]" in lines[0]
     tokens = sum(cycle["usage"].values())
     assert f"#1 cycle kept=2 dropped=0 tokens={tokens} " in lines[1]
+    assert "cost" not in lines[1]  # the offline provider's cycle has none (not "None")
     for line, call in zip(lines[2:], calls, strict=True):
         assert line.strip().startswith(f"✓ {call['name']} "), line
         # the input as written, "[offline]" and all (not eaten as console markup)
@@ -107,7 +108,7 @@ def test_failed_calls_errors_and_other_events_stay_one_line_each_and_verbatim(
     assert result.exception is None or isinstance(result.exception, SystemExit)
     lines = result.output.splitlines()
     assert len(lines) == 4, result.output
-    assert "#3 cycle kept=0 dropped=0 tokens=5 cost=0.25 7 ms" in lines[0]
+    assert "#3 cycle kept=0 dropped=0 tokens=5 cost=$0.2500 7 ms" in lines[0]
     assert lines[1].strip() == '✗ read_file {"path": "notes.md"} → line one line [red]two[/red]'
     assert lines[2].strip() == "error: model said [/bold] no at all"
     assert "#4 interrupted" in lines[3] and "'tasks': ['t9']" in lines[3]

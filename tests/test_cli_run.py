@@ -111,4 +111,20 @@ def test_until_idle_prints_a_summary_of_the_run(hive: Hive) -> None:
     tokens_in = usage["input_tokens"] + usage["cache_write_tokens"] + usage["cache_read_tokens"]
     assert rows["tokens in / out"] == f"{tokens_in} / {usage['output_tokens']}"
     assert rows["cache hit share"] == f"{usage['cache_read_tokens'] / tokens_in:.0%}"
-    assert rows["cost (estimate)"] == "$0.0000"  # the offline provider costs nothing
+    assert rows["cost (estimate)"] == "$0 (offline provider: no model called)"
+
+
+def test_the_stall_line_names_what_is_left_plainly() -> None:
+    from hivemind.cli.run_cmd import _stall_text
+    from hivemind.daemon.status import IdleState
+
+    waiting = [(f"t{i}", f"waits for [dep{i}]") for i in range(12)]
+    text = _stall_text(IdleState(pending=12, active=1, unread={"bob": 2, "ann": 0}), waiting)
+    assert text.plain == (
+        "nothing more can happen without you: 12 pending, 1 active task(s), unread mail: "
+        "bob 2; waiting: " + "; ".join(f"t{i} (waits for [dep{i}])" for i in range(10))
+        + "; and 2 more"
+    )
+    quiet = _stall_text(IdleState(pending=1, unread={"bob": 0}), waiting[:1])
+    assert quiet.plain.endswith("1 pending, 0 active task(s), no unread mail; waiting: "
+                                "t0 (waits for [dep0])")

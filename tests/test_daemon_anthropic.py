@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from hivemind.cli.app import app
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
 from hivemind.llm.anthropic import AnthropicProvider
@@ -261,6 +263,24 @@ def test_usage_and_cost_are_recorded_per_cycle_from_the_price_table(hive: Hive) 
     per_call = (1000 * 100.0 + 200 * 1000.0 + 3000 * 10.0 + 5000 * 1.0) / 1_000_000
     assert cycle["cost"] == pytest.approx(2 * per_call)  # two calls: the tool call, the end
     assert daemon.totals.cost == pytest.approx(2 * per_call)
+
+
+def test_a_model_with_no_price_is_named_not_counted_as_free(hive: Hive) -> None:
+    # A local model server behind base_url: its model is in no price table.
+    write_agent(hive, "worker", front="model: local-llama\n")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        daemon = run_until_idle(hive, provider(api))
+
+    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert cycle["usage"]["input_tokens"] > 0 and cycle["cost"] is None
+    assert daemon.totals.cost == 0.0
+    assert daemon.totals.as_dict()["unpriced_models"] == ["local-llama"]
+    status = json.loads(hive.status_file.read_text())
+    assert status["totals"]["unpriced_models"] == ["local-llama"]
+    shown = CliRunner().invoke(app, ["status", str(hive.root)])
+    assert "(no price in [pricing] for local-llama)" in " ".join(shown.output.split())
 
 
 def test_sigint_finishes_the_cycle_in_flight_and_exits_cleanly(hive: Hive) -> None:

@@ -68,7 +68,7 @@ def test_task_add_prints_the_new_task_path(cli: typer.Typer, hive_dir: Path) -> 
         "--project", "poems", "--depends-on", "a,b", "--depends-on", "c",
         "--file", str(body), "--hive", str(hive_dir),
     )  # fmt: skip
-    path = Path(result.output.strip())
+    path = Path(result.stdout.strip())
     if not path.is_absolute():
         path = Path.cwd() / path
     assert path == hive_dir / "tasks" / "write-a-haiku.md"
@@ -76,8 +76,21 @@ def test_task_add_prints_the_new_task_path(cli: typer.Typer, hive_dir: Path) -> 
     assert (task.title, task.assignee, task.project) == ("Write a haiku", "assistant", "poems")
     assert task.priority is TaskPriority.HIGH
     assert task.depends_on == ["a", "b", "c"]
-    assert task.body == "# Details\n\nThree lines, please.\n"
+    assert task.body == "# Details\n\nThree lines, please."
+    assert path.read_text().endswith("Three lines, please.\n")  # no blank line added
+    # None of a, b, c is on the board: each is a typo or still to come; the user is told.
+    for dep in "abc":
+        assert (f"warning: no task {dep} on the board yet; write-a-haiku waits until it is "
+                "in tasks/done/") in " ".join(result.stderr.split())
     assert task.created_by == HUMAN
+
+
+def test_task_add_warns_of_no_dependency_that_is_on_the_board(
+    cli: typer.Typer, hive_dir: Path
+) -> None:
+    run(cli, "task", "add", "First", "--hive", str(hive_dir))
+    result = run(cli, "task", "add", "Second", "--depends-on", "first", "--hive", str(hive_dir))
+    assert result.stderr == ""
 
 
 def test_task_add_json_and_unique_ids(cli: typer.Typer, hive_dir: Path) -> None:
@@ -115,6 +128,27 @@ def test_commands_refuse_a_folder_that_is_not_a_hive(cli: typer.Typer, tmp_path:
     assert "no such hive folder" in one_line_error(result)
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["run", "--until-idle"], ["log", "ann"], ["inspect", "ann"], ["memory", "stats"],
+     ["task", "add", "T"], ["status"]],
+    ids=" ".join,
+)
+def test_no_command_makes_a_hive_of_a_folder_by_mistake(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # `hivemind run` typed in the wrong folder (the default is the current one) must not
+    # scatter tasks/, agents/, mailboxes/ ... into it.
+    from hivemind.cli.app import app as full
+
+    folder = tmp_path / "documents"
+    folder.mkdir()
+    (folder / "letter.txt").write_text("Dear Ann")
+    result = run(full, *command, "--hive", str(folder), code=1)
+    assert f"{folder}: not a hive (no tasks/, agents/ or hive.toml)" in one_line_error(result)
+    assert [p.name for p in folder.iterdir()] == ["letter.txt"]
+
+
 def test_send_delivers_from_human(cli: typer.Typer, hive_dir: Path) -> None:
     result = run(
         cli, "send", "--to", "assistant", "--subject", "Hi", "Hello!", "--hive", str(hive_dir)
@@ -127,7 +161,7 @@ def test_send_delivers_from_human(cli: typer.Typer, hive_dir: Path) -> None:
 def test_send_reads_stdin_with_dash(cli: typer.Typer, hive_dir: Path) -> None:
     run(cli, "send", "--to", "assistant", "-", "--hive", str(hive_dir), stdin="long text\n")
     [item] = Mailbox(Hive(hive_dir), "assistant").unread()
-    assert item.message.body == "long text\n"
+    assert item.message.body == "long text"  # the file's own last newline ends it
 
 
 def test_send_to_unknown_agent_lists_the_agents(cli: typer.Typer, hive_dir: Path) -> None:

@@ -71,7 +71,7 @@ def test_file_without_front_matter_is_a_raw_message(hive: Hive) -> None:
     (box.new_dir / "note.md").write_text("Call me back.\n")
     [item] = box.unread()
     assert (item.message.id, item.message.from_, item.message.to) == ("note", "unknown", "bob")
-    assert item.message.body == "Call me back.\n"
+    assert item.message.body == "Call me back."
 
 
 @pytest.mark.parametrize(

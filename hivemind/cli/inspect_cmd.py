@@ -46,6 +46,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command(
         "inspect",
+        short_help="The context an agent would get now, what is kept and why.",
         epilog="Example: hivemind inspect lead --budget 20000   (--json for scripts)",
     )
     def inspect(

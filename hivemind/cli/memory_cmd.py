@@ -155,7 +155,7 @@ def _lines(file: Path) -> Iterator[tuple[Iterator[str], int]]:
         yield iter(handle), total
 
 
-@memory_app.command("search")
+@memory_app.command("search", short_help="Search memories as an agent would; shows the scores.")
 def search_cmd(
     query: Annotated[
         str | None, typer.Argument(help="What to look for, in plain words.", show_default=False)
@@ -328,7 +328,7 @@ def add_cmd(
         )
 
 
-@memory_app.command("export")
+@memory_app.command("export", short_help="Print every memory as JSONL (re-importable).")
 def export_cmd(
     as_json: Annotated[
         bool, typer.Option("--json", help="JSONL (the only format; accepted for scripts).")
@@ -360,7 +360,7 @@ def stats_cmd(as_json: JsonOption = False, hive: HiveOption = None) -> None:
     console.print(table)
 
 
-@memory_app.command("approve")
+@memory_app.command("approve", short_help="Approve a proposed preference for every agent.")
 def approve_cmd(
     memory_id: Annotated[str, typer.Argument(metavar="ID", help="The proposed memory's id.")],
     hive: HiveOption = None,
@@ -378,4 +378,4 @@ def approve_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add the `memory` command group to the `hivemind` app."""
-    app.add_typer(memory_app)
+    app.add_typer(memory_app, short_help="Long-term memory: import, search, add, export.")

@@ -17,6 +17,7 @@ from rich.text import Text
 from hivemind.agent.cycle import CycleReport
 from hivemind.cli.common import HiveArgument, HiveOption, JsonOption, console, fail, resolve_hive
 from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.daemon.status import IdleState, RunTotals
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.llm.select import make_provider
@@ -55,7 +56,7 @@ def _cycle_line(report: CycleReport) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("run")
+    @app.command("run", short_help="Run the agents (until stopped, or until idle).")
     def run(
         directory: HiveArgument = None,
         hive_opt: HiveOption = None,
@@ -63,7 +64,8 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--until-idle", help="Exit once no task or unread mail is left.")
         ] = False,
         agents: Annotated[
-            str | None, typer.Option("--agents", help="Run only these agents: a,b,c.")
+            str | None,
+            typer.Option("--agents", metavar="NAMES", help="Run only these agents: a,b,c."),
         ] = None,
         max_cycles: Annotated[
             int | None, typer.Option("--max-cycles", min=1, help="Stop after N think-cycles.")
@@ -128,7 +130,7 @@ def register(app: typer.Typer) -> None:
         if reason == "stalled":
             raise typer.Exit(3)
 
-    @app.command("log")
+    @app.command("log", short_help="An agent's audit trail: cycles, tool calls, tokens.")
     def log(
         agent: Annotated[str, typer.Argument(help="The agent whose audit trail to show.")],
         hive_opt: HiveOption = None,
@@ -167,7 +169,7 @@ def _print_record(rec: dict[str, Any], as_json: bool) -> None:
         tokens = sum(int(v or 0) for v in usage.values()) if isinstance(usage, dict) else 0
         _line(head, ("cycle", "bold"),
               f" kept={len(rec.get('kept') or [])} dropped={len(rec.get('dropped') or [])}"
-              f" tokens={tokens} cost={rec.get('cost')} {rec.get('duration_ms')} ms")
+              f" tokens={tokens}{_cost_field(rec.get('cost'))} {rec.get('duration_ms')} ms")
         for call in rec.get("tool_calls") or []:
             mark = ("✗", "red") if call.get("error") else ("✓", "green")
             given = json.dumps(call.get("input"), ensure_ascii=False, default=str)
@@ -178,6 +180,11 @@ def _print_record(rec: dict[str, Any], as_json: bool) -> None:
     else:
         rest = {k: v for k, v in rec.items() if k not in ("event", "at", "cycle")}
         _line(head, (str(event), "yellow"), f" {rest}")
+
+
+def _cost_field(cost: object) -> str:
+    """` cost=$0.0123`; nothing when the cycle has no cost (offline, or no known price)."""
+    return f" cost=${cost:.4f}" if isinstance(cost, (int, float)) else ""
 
 
 def _line(*parts: str | tuple[str, str] | Text) -> None:
@@ -236,6 +243,29 @@ def _follow(path: Path, as_json: bool, at: Position) -> None:
         return
 
 
+def _cost_text(t: RunTotals, offline: bool) -> str:
+    """The run's estimated cost, and what it leaves out."""
+    if offline:
+        return "$0 (offline provider: no model called)"
+    return f"${t.cost:.4f}" + (" + unknown (see below)" if t.unpriced else "")
+
+
+def _stall_text(s: IdleState, waiting: list[tuple[str, str]], shown: int = 10) -> Text:
+    """Why `--until-idle` stopped with work left: what is left, and what each task waits
+    for (file names and reasons as written, never read as markup)."""
+    mail = ", ".join(f"{box} {n}" for box, n in sorted(s.unread.items()) if n)
+    text = Text.assemble(
+        ("nothing more can happen without you: ", "yellow"),
+        f"{s.pending} pending, {s.active} active task(s), "
+        + (f"unread mail: {mail}" if mail else "no unread mail"),
+    )
+    if waiting:
+        text.append("; waiting: " + "; ".join(f"{tid} ({why})" for tid, why in waiting[:shown]))
+        if len(waiting) > shown:
+            text.append(f"; and {len(waiting) - shown} more")
+    return text
+
+
 def _summary(daemon: Daemon, seconds: float, reason: str) -> None:
     t = daemon.totals
     table = Table(title=f"hivemind run — stopped: {reason}", show_header=False)
@@ -247,17 +277,16 @@ def _summary(daemon: Daemon, seconds: float, reason: str) -> None:
         ("tool calls", str(t.tool_calls)),
         ("tokens in / out", f"{u.total_input} / {u.output_tokens}"),
         ("cache hit share", f"{u.cache_hit_share:.0%}"),
-        ("cost (estimate)", f"${t.cost:.4f}"),
+        ("cost (estimate)", _cost_text(t, daemon.services.provider.offline)),
         ("wall time", f"{seconds:.1f} s"),
     ]
     for k, v in rows:
-        table.add_row(k, v)
+        table.add_row(k, Text(v))  # as written: "[pricing]" is no markup
     console.print(table)
+    if t.unpriced:
+        console.print(Text(
+            f"cost: no price in hive.toml [pricing] for {', '.join(sorted(t.unpriced))}; "
+            "its tokens are not in the estimate."
+        ), soft_wrap=True)
     if daemon.stalled is not None:
-        s = daemon.stalled
-        console.print(
-            f"[yellow]nothing more can happen without you:[/] {s.pending} pending, "
-            f"{s.active} active task(s), unread mail {s.unread}; waiting: "
-            + "; ".join(f"{tid} ({why})" for tid, why in daemon.waiting[:10]),
-            highlight=False,
-        )
+        console.print(_stall_text(daemon.stalled, daemon.waiting), soft_wrap=True)

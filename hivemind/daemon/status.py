@@ -32,6 +32,7 @@ class RunTotals:
     tasks_failed: int = 0
     usage: Usage = field(default_factory=Usage)
     cost: float = 0.0
+    unpriced: set[str] = field(default_factory=set)  # models used with no known price
     overhead_ms: list[float] = field(default_factory=list)
     prefix_reuse: list[float] = field(default_factory=list)
 
@@ -41,6 +42,8 @@ class RunTotals:
         self.tool_calls += report.tool_calls
         self.usage = self.usage + report.usage
         self.cost += report.cost or 0.0
+        if report.unpriced_model:
+            self.unpriced.add(report.unpriced_model)
         self.overhead_ms.append(report.overhead_ms)
         if report.prefix_reuse is not None:
             self.prefix_reuse.append(report.prefix_reuse)
@@ -56,6 +59,7 @@ class RunTotals:
             "tasks_failed": self.tasks_failed,
             "usage": self.usage.model_dump(),
             "cost_usd": round(self.cost, 6),
+            "unpriced_models": sorted(self.unpriced),
             "cache_hit_share": round(self.usage.cache_hit_share, 4),
             "overhead_ms_median": (
                 round(statistics.median(self.overhead_ms), 2) if self.overhead_ms else None

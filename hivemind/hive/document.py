@@ -100,15 +100,18 @@ def _too_big(size: int) -> str:
 
 
 def split(text: str) -> tuple[str | None, str]:
-    """(front matter text or None, body). Raises ValueError if `---` is never closed."""
+    """(front matter text or None, body). Raises ValueError if `---` is never closed.
+
+    The newline that ends the file's last line is not part of the body (`render` adds
+    it back)."""
     first, _, rest = text.partition("\n")
     if first.rstrip() != "---":
-        return None, text
+        return None, text.removesuffix("\n")
     end = _FENCE.search(rest)
     if end is None:
         raise ValueError("front matter opened with --- on line 1 is never closed")
     body = rest[end.end() :]
-    return rest[: end.start()], body.removeprefix("\n")
+    return rest[: end.start()], body.removeprefix("\n").removesuffix("\n")
 
 
 def parse(text: str, path: Path) -> Document:
@@ -306,7 +309,10 @@ def dump_front(front: Mapping[str, Any]) -> str:
 
 
 def render(front: Mapping[str, Any], body: str) -> str:
-    """A Markdown file: `---` front matter `---` then the body."""
+    """A Markdown file: `---` front matter `---` then the body, ending with a newline
+    (a text file's last line is ended, as editors, `cat` and diff expect)."""
+    if body:
+        body += "\n"  # `split` takes it off again: a body reads back as it was given
     if not front and _FENCE.match(body.partition("\n")[0]) is None:
         return body
     return f"---\n{dump_front(front)}---\n{body}"

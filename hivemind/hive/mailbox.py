@@ -352,7 +352,8 @@ class PostOffice:
                     continue
                 message = Message(
                     id=message_id, from_=sender, to=name, subject=subject, sent_at=sent_at,
-                    body=body, extra=extra, **known,
+                    # The file ends with a newline of its own (`render`), not a blank line.
+                    body=body.removesuffix("\n"), extra=extra, **known,
                 )  # fmt: skip
                 staged.append((box, box.stage(message, fsync=False, fresh=not given)))
             if self.fsync and staged:  # every copy reaches the disk before any is visible

@@ -84,7 +84,7 @@ def slugify(title: str) -> str:
 
 def append_section(body: str, heading: str, text: str) -> str:
     base = body.rstrip("\n")
-    section = f"## {heading}\n\n{text.strip()}\n"
+    section = f"## {heading}\n\n{text.strip()}"
     return f"{base}\n\n{section}" if base else section
 
 

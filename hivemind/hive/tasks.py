@@ -288,6 +288,8 @@ class TaskBoard(TaskIndex):
         task = task.model_copy(
             update={
                 "title": task.title or first_heading(task.body) or task.id,
+                # The file ends with a newline of its own (`render`), not a blank line.
+                "body": task.body.removesuffix("\n"),
                 "status": TaskState.PENDING,
                 "agent": None,
                 "created_by": created_by or task.created_by,
