@@ -356,16 +356,21 @@ async def test_persistent_server_error_is_a_model_error_not_a_rate_limit(
 
 
 @pytest.mark.parametrize(
-    ("status", "error_type", "message"),
+    ("status", "error_type", "message", "hint"),
     [
-        (400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum"),
-        (401, "authentication_error", "invalid x-api-key"),
-        (404, "not_found_error", "model: claude-nope"),
+        (400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum",
+         None),
+        (401, "authentication_error", "invalid x-api-key",
+         "(the API key was not accepted: check $ANTHROPIC_API_KEY)"),
+        (403, "permission_error", "not allowed",
+         "(the key in $ANTHROPIC_API_KEY may not use this model or endpoint)"),
+        (404, "not_found_error", "model: claude-nope",
+         "(no such model or endpoint at 127.0.0.1:{port}: check `model:` in the ROM)"),
     ],
-    ids=["too-long", "auth", "unknown-model"],
+    ids=["too-long", "auth", "forbidden", "unknown-model"],
 )
 async def test_a_refused_request_raises_request_error_with_the_api_message(
-    api: FakeAnthropic, status: int, error_type: str, message: str
+    api: FakeAnthropic, status: int, error_type: str, message: str, hint: str | None
 ) -> None:
     api.reply_error(status, error_type, message)
     with pytest.raises(ModelRequestError) as caught:
@@ -373,6 +378,29 @@ async def test_a_refused_request_raises_request_error_with_the_api_message(
     assert message in str(caught.value)
     assert f"HTTP {status}" in str(caught.value)
     assert len(api.message_requests) == 1, "a refused request is not retried"
+    # What a person can do about it, when no retry will help.
+    port = api.base_url.rsplit(":", 1)[1].strip("/")
+    if hint is None:
+        assert str(caught.value).endswith(message)
+    else:
+        assert str(caught.value).endswith(hint.format(port=port))
+
+
+async def test_a_refused_key_names_the_variable_it_came_from(
+    api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hivemind.hive.models import ProviderSettings
+    from hivemind.llm.select import make_provider
+
+    api.reply_error(401, "authentication_error", "invalid x-api-key")
+    settings = ProviderSettings(api_key_env="TEAM_CLAUDE_KEY", base_url=api.base_url)
+    provider = make_provider(settings, env={"TEAM_CLAUDE_KEY": KEY})
+    assert isinstance(provider, AnthropicProvider)
+    try:
+        with pytest.raises(ModelRequestError, match=r"check \$TEAM_CLAUDE_KEY\)$"):
+            await provider.complete(make_request())
+    finally:
+        await provider.aclose()
 
 
 async def test_a_reset_connection_is_retried(api: FakeAnthropic) -> None:

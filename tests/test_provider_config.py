@@ -185,3 +185,23 @@ def test_the_run_summary_names_a_model_with_no_price(
     assert "$0.0000 + unknown (see below)" in row
     assert ("cost: no price in hive.toml [pricing] for local-llama; its tokens are not in "
             "the estimate.") in result.output
+
+
+def test_a_run_stopped_by_a_refused_key_ends_saying_why(hive: Hive) -> None:
+    from hivemind.cli import run_cmd
+
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.reply_error(401, "authentication_error", "invalid x-api-key", times=100)
+        provider = AnthropicProvider(api_key=KEY, base_url=api.base_url, max_retries=0)
+        daemon = run_until_idle(hive, provider, backoff=0.01)
+
+    assert daemon.exit_reason == "stalled"  # no retry will change a refused key
+    with run_cmd.console.capture() as captured:
+        run_cmd._summary(daemon, 1.0, daemon.exit_reason)
+    text = " ".join(captured.get().split())
+    assert ("worker, last error: ModelRequestError: claude-sonnet-5-5: HTTP 401 request "
+            "refused: invalid x-api-key (the API key was not accepted: check "
+            "$ANTHROPIC_API_KEY)") in text
+    assert KEY not in text

@@ -290,3 +290,7 @@ def _summary(daemon: Daemon, seconds: float, reason: str) -> None:
         ), soft_wrap=True)
     if daemon.stalled is not None:
         console.print(_stall_text(daemon.stalled, daemon.waiting), soft_wrap=True)
+    for name, runner in daemon.runners.items():
+        if runner.agent.last_error:  # its work is left for the next run: say why
+            console.print(Text.assemble((f"{name}, last error: ", "red"),
+                                        runner.agent.last_error), soft_wrap=True)

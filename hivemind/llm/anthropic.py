@@ -140,8 +140,10 @@ class AnthropicProvider:
         base_url: str | None = None,
         timeout: float = 120.0,
         max_retries: int = 2,
+        key_env: str = "ANTHROPIC_API_KEY",
     ) -> None:
         self._api_key = api_key
+        self._key_env = key_env  # named in the hint when the key is refused
         self._timeout = timeout
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
@@ -198,7 +200,10 @@ class AnthropicProvider:
             if status == 408:
                 raise ModelConnectionError(f"{prefix} request timeout: {detail}") from e
             if 400 <= status < 500:
-                raise ModelRequestError(f"{prefix} request refused: {detail}") from e
+                hint = self._hint(status)
+                raise ModelRequestError(
+                    f"{prefix} request refused: {detail}" + (f" ({hint})" if hint else "")
+                ) from e
             raise ModelError(f"{prefix} server error after retries: {detail}") from e
         except anthropic.APITimeoutError as e:
             raise ModelConnectionError(
@@ -216,6 +221,16 @@ class AnthropicProvider:
             ) from e
         except anthropic.AnthropicError as e:
             raise ModelError(f"{model}: {self._redact(str(e))}") from e
+
+    def _hint(self, status: int) -> str:
+        """What a person can do about a refusal that no retry will change."""
+        if status == 401:
+            return f"the API key was not accepted: check ${self._key_env}"
+        if status == 403:
+            return f"the key in ${self._key_env} may not use this model or endpoint"
+        if status == 404:
+            return f"no such model or endpoint at {self.endpoint}: check `model:` in the ROM"
+        return ""
 
     def _redact(self, text: str) -> str:
         if self._api_key:

@@ -31,4 +31,5 @@ def make_provider(settings: ProviderSettings, env: Mapping[str, str] = os.enviro
         base_url=settings.base_url or env.get(BASE_URL_ENV) or None,
         timeout=settings.timeout,
         max_retries=settings.max_retries,
+        key_env=settings.api_key_env,
     )
