@@ -281,7 +281,7 @@ def _summary(daemon: Daemon, seconds: float, reason: str) -> None:
         ("wall time", f"{seconds:.1f} s"),
     ]
     for k, v in rows:
-        table.add_row(k, Text(v))  # as written: "[pricing]" is no markup
+        table.add_row(k, Text(v))  # as written, never read as markup
     console.print(table)
     if t.unpriced:
         console.print(Text(
