@@ -22,6 +22,7 @@ from hivemind.agent.cycle import DAY_SPENT, Agent, CycleReport
 from hivemind.agent.perceive import matches_any
 from hivemind.agent.services import HiveServices
 from hivemind.daemon.dispatch import Dispatcher
+from hivemind.daemon.gctune import daemon_gc_pace
 from hivemind.daemon.lock import HiveLock
 from hivemind.daemon.status import IdleState, RunTotals, StatusWriter, hive_idle_state
 from hivemind.daemon.workers import (
@@ -164,7 +165,7 @@ class Daemon:
     # -- main ------------------------------------------------------------------
     async def run(self) -> str:
         """Run until stopped; returns why it stopped ("idle", "signal", "max-cycles", ...)."""
-        with HiveLock(self.hive):
+        with HiveLock(self.hive), daemon_gc_pace():
             sweep_temps(self.hive)  # under the lock: no other daemon writes here
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):

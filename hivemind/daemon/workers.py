@@ -37,6 +37,7 @@ from typing import Any, Literal
 from hivemind.agent.budget import BudgetTracker
 from hivemind.agent.cycle import Agent, CycleReport
 from hivemind.agent.services import HiveServices
+from hivemind.daemon.gctune import daemon_gc_pace
 from hivemind.errors import WorkerCrashedError, WorkerLostError
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import HiveConfig
@@ -263,7 +264,8 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
     # Ctrl-C reaches the whole process group: the lead decides when its workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    asyncio.run(_WorkerHost(spec, conn).run())
+    with daemon_gc_pace():
+        asyncio.run(_WorkerHost(spec, conn).run())
 
 
 class _WorkerHost:
