@@ -386,9 +386,7 @@ async def test_a_refused_request_raises_request_error_with_the_api_message(
         assert str(caught.value).endswith(hint.format(port=port))
 
 
-async def test_a_refused_key_names_the_variable_it_came_from(
-    api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_refused_key_names_the_variable_it_came_from(api: FakeAnthropic) -> None:
     from hivemind.hive.models import ProviderSettings
     from hivemind.llm.select import make_provider
 
