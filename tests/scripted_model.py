@@ -51,6 +51,19 @@ def tool_use(n: int, name: str, **args: Any) -> dict[str, Any]:
     return {"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": args}
 
 
+def task_completer(body: Any, result: str = "done by the model") -> Reply:
+    """A model that completes every active task it is shown (with `result`), then ends
+    its turn."""
+    tasks = active_tasks(body)
+    if not is_first_round(body):
+        return text_reply("all done")
+    if not tasks:
+        return text_reply("nothing to do")
+    calls = [tool_use(i, "complete_task", task_id=tid, result=result)
+             for i, tid in enumerate(tasks)]
+    return Reply(body=message_body(calls, stop_reason="tool_use"))
+
+
 def scripted(*rounds: list[dict[str, Any]]) -> Callable[[Any], Reply]:
     """A model that answers with the rounds of calls in turn, then ends its turn."""
     it = iter(rounds)

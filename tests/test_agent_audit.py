@@ -48,3 +48,21 @@ def test_a_record_without_secrets_is_written_as_given(tmp_path: Path) -> None:
     assert rec["kept"] == [{"id": "task:t1", "tokens": 12}]
     assert rec["path"] == str(tmp_path)
     assert rec["at"] == record["at"]
+
+
+def test_lines_that_are_no_record_are_skipped_not_fatal(tmp_path: Path) -> None:
+    # A torn line, a stray value someone appended, a blank: none of them is a record,
+    # and reading the trail (at a restart: mark_interrupted) must not stop on them.
+    path = tmp_path / "worker.jsonl"
+    path.write_text(
+        '{"event": "cycle_start", "cycle": 1, "at": "2026-01-01T00:00:00+00:00"}\n'
+        "5\n[1, 2]\n\n\"text\"\n"
+        '{"event": "cycle", "cycle": 1, "at": "2026-01-01T00:00:01+00:00"}\n'
+        '{"event": "cycle_start", "cycle": 2, "at": "2026-01-01T00:00:02+00:00"}\n'
+        '{"event": "cyc'
+    )
+    audit = AuditLog(path, fsync=False)
+    assert [(r["event"], r["cycle"]) for r in audit.records()] == [
+        ("cycle_start", 1), ("cycle", 1), ("cycle_start", 2)
+    ]
+    assert audit.mark_interrupted() == [2]

@@ -141,7 +141,9 @@ async def test_a_task_over_its_budget_fails_and_human_is_told_once(hive: Hive) -
     assert Mailbox(hive, "worker").unread() == []
 
 
-async def test_a_spent_task_is_stopped_while_the_agents_other_task_goes_on(hive: Hive) -> None:
+async def t2_arrives_after_t1_spent_its_budget(hive: Hive) -> list[dict[str, Any]]:
+    """t1 (per-task budget 500) has one cycle of 800 tokens; then t2 is dropped, and the
+    next cycle stops t1 and works on t2. The model's requests."""
     write_agent(hive, "worker", front="budget: {per_task: 500}\n")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
@@ -154,7 +156,11 @@ async def test_a_spent_task_is_stopped_while_the_agents_other_task_goes_on(hive:
             await until((hive.failed_dir / "t1.md").exists, "t1 is failed")
             await until(lambda: len(api.message_requests) == 4 and settled(daemon),
                         "t2's first cycle has ended")
-        bodies = [r.body for r in api.message_requests]
+        return [r.body for r in api.message_requests]
+
+
+async def test_a_spent_task_is_stopped_while_the_agents_other_task_goes_on(hive: Hive) -> None:
+    bodies = await t2_arrives_after_t1_spent_its_budget(hive)
 
     assert [active_tasks(b) for b in bodies[:2]] == [["t1"], ["t1"]]
     assert "t2" in active_tasks(bodies[2])  # worked on in the cycle that stopped t1
@@ -167,17 +173,7 @@ async def test_a_spent_task_is_stopped_while_the_agents_other_task_goes_on(hive:
 async def test_a_task_stopped_by_its_budget_is_not_shown_to_the_model_as_active(
     hive: Hive,
 ) -> None:
-    write_agent(hive, "worker", front="budget: {per_task: 500}\n")
-    write_task(hive, "t1")
-    with FakeAnthropic() as api:
-        api.responder = plodder(notes_to_self=False)
-        async with running(hive, provider(api)) as daemon:
-            await until(lambda: len(api.message_requests) == 2 and settled(daemon),
-                        "t1's first cycle has ended")
-            write_task(hive, "t2")
-            await until(lambda: len(api.message_requests) == 4 and settled(daemon),
-                        "t2's first cycle has ended")
-        bodies = [r.body for r in api.message_requests]
+    bodies = await t2_arrives_after_t1_spent_its_budget(hive)
 
     assert [active_tasks(b) for b in bodies[2:]] == [["t2"], ["t2"]]
     progress = [i.message.body for i in Mailbox(hive, HUMAN).unread()

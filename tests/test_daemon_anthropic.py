@@ -19,36 +19,16 @@ from hivemind.cli.app import app
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
 from hivemind.llm.anthropic import AnthropicProvider
+from tests import scripted_model
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import fast_config, run_until_idle, write_agent, write_task
+from tests.scripted_model import context_entries, task_completer
 
 KEY = "sk-ant-test-key-never-printed"
 
 
 def provider(api: FakeAnthropic, retries: int = 2) -> AnthropicProvider:
-    return AnthropicProvider(api_key=KEY, base_url=api.base_url, timeout=5, max_retries=retries)
-
-
-def context_entries(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The JSON context of a request: the first user turn's text blocks, joined."""
-    first = body["messages"][0]["content"]
-    return list(json.loads("".join(block["text"] for block in first)))
-
-
-def task_completer(body: Any) -> Reply:
-    """A scripted model: complete every active task it sees, then end its turn."""
-    last = body["messages"][-1]["content"]
-    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
-        return Reply(body=message_body([{"type": "text", "text": "all done"}]))
-    calls = [
-        {"type": "tool_use", "id": f"toolu_{i}", "name": "complete_task",
-         "input": {"task_id": e["metadata"]["task_id"], "result": "done by the model"}}
-        for i, e in enumerate(context_entries(body))
-        if e["metadata"].get("type") == "task" and e["metadata"].get("status") == "active"
-    ]
-    if not calls:
-        return Reply(body=message_body([{"type": "text", "text": "nothing to do"}]))
-    return Reply(body=message_body(calls, stop_reason="tool_use"))
+    return scripted_model.provider(api, KEY, retries)
 
 
 def audit(hive: Hive, agent: str) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from hivemind.hive.leftovers import writer_pid
 from hivemind.llm.anthropic import AnthropicProvider
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import run_until_idle, write_agent, write_task
-from tests.scripted_model import active_tasks, is_first_round, text_reply
+from tests.scripted_model import active_tasks, is_first_round, task_completer, text_reply
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = "sk-ant-test-key-of-the-shutdown-tests"
@@ -37,17 +37,6 @@ def audit(hive: Hive, agent: str) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-
-
-def completer(body: Any) -> Reply:
-    """A quick model: completes every active task it is shown, then ends its turn."""
-    tasks = active_tasks(body)
-    if not is_first_round(body) or not tasks:
-        return text_reply("all done")
-    calls = [{"type": "tool_use", "id": f"toolu_{i}", "name": "complete_task",
-              "input": {"task_id": tid, "result": "done by the model"}}
-             for i, tid in enumerate(tasks)]
-    return Reply(body=message_body(calls, stop_reason="tool_use"))
 
 
 def start_daemon(hive: Hive, api: FakeAnthropic) -> subprocess.Popen[bytes]:
@@ -105,7 +94,7 @@ def test_a_stop_cuts_a_cycle_past_its_grace_and_the_restart_finishes_the_task(
         # The first call hangs far longer than the grace period; every later one is quick.
         api.reply(Reply(body=message_body([{"type": "text", "text": "too late"}]),
                         delay=MODEL_DELAY))
-        api.responder = completer
+        api.responder = task_completer
         first = start_daemon(hive, api)
         wait_for(lambda: any(r["event"] == "cycle_start" for r in audit(hive, "worker"))
                  and len(api.message_requests) == 1, "the model call is in flight", first)

@@ -26,7 +26,8 @@ from hivemind.tools import default_registry
 from hivemind.tools.base import ToolContext
 from tests.fake_anthropic import FakeAnthropic, Reply
 from tests.helpers import run_until_idle, write_agent, write_task
-from tests.test_daemon_anthropic import context_entries, provider, task_completer
+from tests.scripted_model import context_entries, task_completer
+from tests.test_daemon_anthropic import provider
 from tests.test_tools import make_ctx
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-HIVE"

@@ -20,7 +20,7 @@ from hivemind.hive.layout import Hive
 from hivemind.llm.anthropic import AnthropicProvider
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import fast_config, run_until_idle, write_agent, write_task
-from tests.test_daemon_anthropic import task_completer
+from tests.scripted_model import task_completer
 
 KEY = "sk-ant-fault-key-never-printed"
 

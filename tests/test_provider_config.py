@@ -3,7 +3,8 @@ says once, up front, when no model is called (the offline provider)."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -15,8 +16,9 @@ from hivemind.hive.layout import Hive
 from hivemind.llm.anthropic import AnthropicProvider
 from hivemind.llm.offline import OfflineProvider
 from hivemind.llm.select import make_provider
-from tests.fake_anthropic import FakeAnthropic, Reply, message_body
+from tests.fake_anthropic import FakeAnthropic, Reply
 from tests.helpers import run_until_idle, write_agent, write_task
+from tests.scripted_model import task_completer
 
 KEY_ENV = "HIVEMIND_TEST_PROVIDER_KEY"
 KEY = "sk-ant-provider-config-test"
@@ -26,20 +28,7 @@ UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
 def completer(body: Any) -> Reply:
     """A scripted model: complete every active task in its context, then end its turn."""
-    last = body["messages"][-1]["content"]
-    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last):
-        return Reply(body=message_body([{"type": "text", "text": "all done"}]))
-    first = body["messages"][0]["content"]
-    entries = json.loads("".join(block["text"] for block in first))
-    calls = [
-        {"type": "tool_use", "id": f"toolu_{i}", "name": "complete_task",
-         "input": {"task_id": e["metadata"]["task_id"], "result": "done by the fake model"}}
-        for i, e in enumerate(entries)
-        if e["metadata"].get("type") == "task" and e["metadata"].get("status") == "active"
-    ]
-    if not calls:
-        return Reply(body=message_body([{"type": "text", "text": "nothing to do"}]))
-    return Reply(body=message_body(calls, stop_reason="tool_use"))
+    return task_completer(body, result="done by the fake model")
 
 
 def key_sent(headers: dict[str, str]) -> str | None:
@@ -63,16 +52,27 @@ def run_cli(hive: Hive) -> Result:
 # -- 5. [provider] base_url and the key variable ------------------------------------------
 
 
-def test_base_url_in_hive_toml_is_where_the_requests_go(
+@contextmanager
+def endpoint_in_hive_toml(
     hive: Hive, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> Iterator[FakeAnthropic]:
+    """A worker with task t1, and a fake API named only by hive.toml (`base_url`, and the
+    key in KEY_ENV): the environment's endpoint goes nowhere."""
     write_agent(hive, "worker")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         api.responder = completer
         hive.config_file.write_text(provider_toml(api.base_url))
         monkeypatch.setenv(KEY_ENV, KEY)
+        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", UNREACHABLE)  # the file wins over the env
+        yield api
+
+
+def test_base_url_in_hive_toml_is_where_the_requests_go(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with endpoint_in_hive_toml(hive, monkeypatch) as api:
         provider = make_provider(load_hive_config(hive).provider)
         assert isinstance(provider, AnthropicProvider)
         run_until_idle(hive, provider)
@@ -86,14 +86,7 @@ def test_base_url_in_hive_toml_is_where_the_requests_go(
 def test_hivemind_run_sends_to_the_base_url_of_hive_toml(
     hive: Hive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_agent(hive, "worker")
-    write_task(hive, "t1")
-    with FakeAnthropic() as api:
-        api.responder = completer
-        hive.config_file.write_text(provider_toml(api.base_url))
-        monkeypatch.setenv(KEY_ENV, KEY)
-        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", UNREACHABLE)
+    with endpoint_in_hive_toml(hive, monkeypatch) as api:
         result = run_cli(hive)
         requests = api.message_requests
 

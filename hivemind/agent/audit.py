@@ -22,6 +22,20 @@ from hivemind.memory.blocks import utcnow
 _REDACT_KEYS = ("api_key", "authorization", "x-api-key")
 
 
+def parse_record(line: str | bytes) -> dict[str, Any] | None:
+    """The record on one line of an audit file; None for a blank, torn or foreign line
+    (anything but a JSON object)."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8", errors="replace")
+    if not line.strip():
+        return None
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
 def _redact(obj: Any, secrets: tuple[str, ...]) -> Any:
     """Drop secret-looking keys and any known secret values from a record."""
     if isinstance(obj, dict):
@@ -125,14 +139,10 @@ class AuditLog:
         if not self.path.is_file():
             return
         with open(self.path, encoding="utf-8", errors="replace") as fh:
-            for raw in fh:
-                line = raw.strip()
-                if not line:
-                    continue
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    continue
+            for line in fh:
+                rec = parse_record(line)
+                if rec is not None:
+                    yield rec
 
     def mark_interrupted(self) -> list[int]:
         """Append an `interrupted` record for each cycle that started but never ended."""

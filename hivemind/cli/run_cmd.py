@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from hivemind.agent.audit import parse_record
 from hivemind.agent.cycle import CycleReport
 from hivemind.cli.common import HiveArgument, HiveOption, JsonOption, console, fail, resolve_hive
 from hivemind.daemon.daemon import Daemon, RunOptions
@@ -219,16 +220,8 @@ def _new_records(path: Path, at: Position) -> tuple[list[dict[str, Any]], Positi
     except FileNotFoundError:
         return [], at
     complete = chunk[: chunk.rfind(b"\n") + 1]
-    records = [r for r in map(_parse, complete.split(b"\n")) if r is not None]
+    records = [r for r in map(parse_record, complete.split(b"\n")) if r is not None]
     return records, Position(at.inode, at.offset + len(complete))
-
-
-def _parse(line: bytes) -> dict[str, Any] | None:
-    try:
-        rec = json.loads(line.decode("utf-8", errors="replace"))
-    except json.JSONDecodeError:
-        return None
-    return rec if isinstance(rec, dict) else None
 
 
 def _follow(path: Path, as_json: bool, at: Position) -> None:

@@ -262,20 +262,22 @@ class HiveWatcher:
         return not self.poll and self.loop_inotify and inotify.available()
 
     def _start_loop_inotify(self) -> inotify.LoopInotify | None:
+        reader = None
         try:
             reader = inotify.LoopInotify(on_lost=self._kick_rescan)
-        except OSError as exc:  # e.g. the limit on inotify instances
-            logger.warning("%s: cannot watch (%s); relying on the rescan", self.hive.root, exc)
-            return None
-        self._handler = _Handler(self)
-        try:
+            self._handler = _Handler(self)
             self._schedule(reader)
-        except OSError as exc:  # e.g. the inotify watch limit: the rescan still works
-            reader.stop()
-            logger.warning("%s: cannot watch (%s); relying on the rescan", self.hive.root, exc)
+        except OSError as exc:  # the limit on inotify instances or watches
+            if reader is not None:
+                reader.stop()
+            self._cannot_watch(exc)
             return None
         reader.start()
         return reader
+
+    def _cannot_watch(self, exc: OSError) -> None:
+        """No OS events (a system limit, say): the rescan still sees every change."""
+        logger.warning("%s: cannot watch (%s); relying on the rescan", self.hive.root, exc)
 
     def _start_observer(self) -> Any:
         observer = PollingObserver(timeout=self.poll_interval) if self.poll else Observer()
@@ -283,8 +285,8 @@ class HiveWatcher:
         try:
             self._schedule(observer)
             observer.start()
-        except OSError as exc:  # e.g. the inotify watch limit: the rescan still works
-            logger.warning("%s: cannot watch (%s); relying on the rescan", self.hive.root, exc)
+        except OSError as exc:  # e.g. the inotify watch limit
+            self._cannot_watch(exc)
             return None
         return observer
 
