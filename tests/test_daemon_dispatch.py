@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from hivemind.daemon import daemon as daemon_module
+from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.dispatch import MAX_ACTIVE_PER_AGENT, Dispatcher
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentConfig, TaskState
@@ -15,7 +17,14 @@ from hivemind.hive.quarantine import rejected
 from hivemind.hive.routing import Router
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import ModelRequest, ModelResponse
-from tests.helpers import CountingProvider, run_until_idle, write_agent, write_task
+from hivemind.llm.offline import OfflineProvider
+from tests.helpers import (
+    CountingProvider,
+    fast_config,
+    run_until_idle,
+    write_agent,
+    write_task,
+)
 
 
 def drop(hive: Hive, name: str, text: str) -> Path:
@@ -193,3 +202,28 @@ def test_the_wait_to_gather_completions_ends_with_the_last_cycle_in_flight(
 
     assert daemon.exit_reason == "idle"
     assert len(list(hive.done_dir.glob("*.md"))) == 3 * MAX_ACTIVE_PER_AGENT + 1
+
+
+async def test_a_rom_edit_routes_the_tasks_that_waited_for_an_agent(hive: Hive) -> None:
+    """A task no agent accepts waits; the ROM edit that lets one take it is enough to
+    route it (before: only the next full listing of tasks/, minutes later, did)."""
+    write_agent(hive, "bob", front="accepts_unassigned: false\n")
+    write_task(hive, "anyones")
+    config = fast_config(hive)
+    config.daemon.rescan_interval = 60.0  # no full dispatch within this test
+    daemon = Daemon(hive, config, OfflineProvider(), RunOptions())
+    run = asyncio.create_task(daemon.run())
+    try:
+        async def until(condition: Callable[[], bool], what: str) -> None:
+            for _ in range(500):
+                if condition():
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError(f"timed out waiting until {what}")
+
+        await until(lambda: daemon.waiting == [("anyones", "no agent accepts it")], "it waits")
+        hive.rom_path("bob").write_text("---\nrole: bob\n---\nDo tasks.\n")
+        await until((hive.done_dir / "anyones.md").exists, "bob did it")
+    finally:
+        daemon.stop("test")
+        await asyncio.wait_for(run, 20)

@@ -419,9 +419,12 @@ class Daemon:
             self._changed_tasks.add(event.path)
             self.request_dispatch()
         elif kind in (HiveEventKind.MAIL_ARRIVED, HiveEventKind.ROM_CHANGED) and name:
-            if kind is HiveEventKind.ROM_CHANGED:
-                self._configs_cache = None
             self.wake_agents([name])
+            if kind is HiveEventKind.ROM_CHANGED:
+                # Routing may have changed (skills, accepts_unassigned): tasks no agent
+                # took may have one now.
+                self._configs_cache = None
+                self.request_dispatch()
         elif kind is HiveEventKind.AGENT_ADDED and name and self._wanted(name):
             self._configs_cache = None
             if name not in self.runners:
