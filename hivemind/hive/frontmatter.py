@@ -33,6 +33,7 @@ __all__ = [
     "Document",
     "first_heading",
     "load",
+    "message_from_text",
     "message_front",
     "parse",
     "read_message",
@@ -45,6 +46,7 @@ __all__ = [
     "rom_from_document",
     "split",
     "task_from_document",
+    "task_from_text",
     "task_front",
 ]
 
@@ -104,6 +106,11 @@ def read_task(path: Path) -> Task:
     return task_from_document(load(path))
 
 
+def task_from_text(text: str, path: Path) -> Task:
+    """`read_task` on text already read from `path` (see `StatCache.load`)."""
+    return task_from_document(parse(text, path))
+
+
 def mailbox_owner(path: Path) -> str:
     """`bob` for `mailboxes/bob/new/x.md`."""
     return path.parent.parent.name if path.parent.name in ("new", "cur", "tmp") else "unknown"
@@ -111,7 +118,12 @@ def mailbox_owner(path: Path) -> str:
 
 def read_message(path: Path) -> Message:
     """Read a message; without front matter it is a raw message from `unknown`."""
-    doc = load(path)
+    return message_from_text(read_text(path), path)
+
+
+def message_from_text(text: str, path: Path) -> Message:
+    """`read_message` on text already read from `path` (see `StatCache.load`)."""
+    doc = parse(text, path)
     fields, extra = _known_and_extra(doc, _MESSAGE_KEYS)
     fields.setdefault("id", path.stem)
     fields.setdefault("to", mailbox_owner(path))

@@ -8,6 +8,7 @@ messages (raw text, from `unknown`): nothing in a mailbox is lost.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import os
@@ -23,7 +24,7 @@ from typing import Any
 
 from hivemind.errors import FileFormatError, UnknownAgentError, UserError
 from hivemind.hive.atomic import Steps, fsync_all, fsync_dir, link_new, run, write_temp
-from hivemind.hive.frontmatter import MAX_FILE_BYTES, read_message, render_message
+from hivemind.hive.frontmatter import MAX_FILE_BYTES, message_from_text, render_message
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.models import Message, check_file_id
 from hivemind.hive.statcache import StatCache
@@ -187,14 +188,19 @@ class Mailbox:
         return out
 
     # -- reading -------------------------------------------------------------------
-    def _parse(self, path: Path) -> Message:
+    def _parse(self, text: str, path: Path) -> Message:
         try:
-            return read_message(path)
+            return message_from_text(text, path)
         except FileFormatError as exc:
-            return raw_message(path, self.name, exc.reason)
+            return raw_message(path, self.name, exc.reason, text.encode("utf-8"))
 
     def _read(self, path: Path, st: os.stat_result) -> Message:
-        return self._parsed.load(path, st, self._parse)
+        read_at = time.time()
+        try:
+            return self._parsed.load(path, st, self._parse)
+        except FileFormatError as exc:  # no text at all (empty, not UTF-8, too big)
+            return self._parsed.remember(path, st, raw_message(path, self.name, exc.reason),
+                                         read_at)
 
     def _items(self, folder: Path, read: bool) -> list[tuple[MailItem, float]]:
         try:
@@ -264,18 +270,23 @@ class Mailbox:
             os.rename(src, target)
 
 
-def raw_message(path: Path, owner: str, reason: str | None = None) -> Message:
-    """A file that is not a valid message, kept as one: raw text, from `unknown`."""
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_FILE_BYTES)
-    except OSError:
-        data = b""
+def raw_message(
+    path: Path, owner: str, reason: str | None = None, data: bytes | None = None
+) -> Message:
+    """A file that is not a valid message, kept as one: raw text (`data`, else read
+    from `path`), from `unknown`."""
+    if data is None:
+        try:
+            with path.open("rb") as f:
+                data = f.read(MAX_FILE_BYTES)
+        except OSError:
+            data = b""
     extra: dict[str, Any] = {"error": reason} if reason else {}
     try:
         message_id = check_file_id(path.stem)
     except ValueError:
-        message_id = f"raw-{secrets.token_hex(4)}"
+        # Named after the file: the same message keeps its id from one look to the next.
+        message_id = f"raw-{hashlib.sha256(os.fsencode(path.name)).hexdigest()[:12]}"
     return Message(
         id=message_id, to=owner, body=data.decode("utf-8", errors="replace"), extra=extra
     )

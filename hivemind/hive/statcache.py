@@ -8,6 +8,9 @@ from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from hivemind.errors import FileFormatError
+from hivemind.hive.document import read_text
+
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
 
@@ -56,16 +59,64 @@ class StatMemo(Generic[K, T]):
         return len(self._entries)
 
 
-class StatCache(StatMemo[Path, T]):
-    """path -> value parsed from the file, trusted while its stat is unchanged."""
+class StatCache(Generic[T]):
+    """path -> value parsed from the file's text, trusted while its stat is unchanged.
 
-    def load(self, path: Path, st: os.stat_result, parse: Callable[[Path], T]) -> T:
-        """The cached value, else `parse(path)` remembered under `st`."""
-        hit = self.get(path, st)
+    A file read within `RACY_MARGIN` of its mtime may have changed again since, under
+    the same stat. Its text is kept with the value until a later look finds the file
+    as read (the bytes compared, not parsed again: a burst of new files is parsed once)
+    and old enough to trust its stat from then on.
+    """
+
+    def __init__(self) -> None:
+        # path -> (sig, read at, value, the text parsed while its stat is not trusted)
+        self._entries: dict[Path, tuple[Sig, float, T, str | None]] = {}
+
+    def get(self, path: Path, st: os.stat_result) -> T | None:
+        """The cached value if the file has not changed since it was parsed (a racy
+        entry is checked against the file's text)."""
+        return self._current(path, st, self._entries.get(path))
+
+    def load(self, path: Path, st: os.stat_result, parse: Callable[[str, Path], T]) -> T:
+        """The cached value, else `parse(text, path)` of the file's text, remembered
+        under `st` (`read_text`'s and `parse`'s errors propagate)."""
+        hit = self._current(path, st, self._entries.get(path))
         if hit is not None:
             return hit
         read_at = time.time()
-        return self.put(path, st, parse(path), read_at)
+        text = read_text(path)
+        return self._put(path, st, parse(text, path), read_at, text)
+
+    def remember(self, path: Path, st: os.stat_result, value: T, read_at: float) -> T:
+        """Cache `value`, made from the file of `path` (stat `st`) read at `read_at` by
+        other means than `load` (no text kept: a racy one is made again next time)."""
+        self._entries[path] = (sig_of(st), read_at, value, None)
+        return value
+
+    def _current(
+        self, path: Path, st: os.stat_result, hit: tuple[Sig, float, T, str | None] | None
+    ) -> T | None:
+        if hit is None or hit[0] != sig_of(st):
+            return None
+        if hit[1] - st.st_mtime >= RACY_MARGIN:
+            return hit[2]
+        if hit[3] is None:
+            return None
+        read_at = time.time()
+        try:
+            same = read_text(path) == hit[3]
+        except (OSError, FileFormatError):
+            same = False
+        if not same:
+            del self._entries[path]  # changed: read and parsed anew
+            return None
+        self._put(path, st, hit[2], read_at, hit[3])
+        return hit[2]
+
+    def _put(self, path: Path, st: os.stat_result, value: T, read_at: float, text: str) -> T:
+        racy = read_at - st.st_mtime < RACY_MARGIN
+        self._entries[path] = (sig_of(st), read_at, value, text if racy else None)
+        return value
 
     def peek(self, path: Path) -> T | None:
         """The last value parsed from `path`, without checking the file again."""
@@ -75,10 +126,13 @@ class StatCache(StatMemo[Path, T]):
     def moved(self, old: Path, new: Path, st: os.stat_result) -> T | None:
         """After a rename: the value parsed from `old` if `new` is that same unchanged file."""
         hit = self._entries.pop(old, None)
-        if hit is None or hit[0] != sig_of(st) or hit[1] - st.st_mtime < RACY_MARGIN:
+        if hit is None:
             return None
         self._entries[new] = hit
-        return hit[2]
+        found = self.get(new, st)
+        if found is None:
+            self._entries.pop(new, None)
+        return found
 
     def forget(self, path: Path) -> None:
         self._entries.pop(path, None)
@@ -88,3 +142,6 @@ class StatCache(StatMemo[Path, T]):
         keep = set(present)
         for path in [p for p in self._entries if p.parent == folder and p not in keep]:
             del self._entries[path]
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from hivemind.errors import FileFormatError
-from hivemind.hive.frontmatter import read_task
+from hivemind.hive.frontmatter import task_from_text
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.models import AgentConfig, Task, TaskState
 from hivemind.hive.quarantine import REASON_SUFFIX, quarantine
@@ -74,7 +74,7 @@ class TaskIndex:
 
     # -- reading ---------------------------------------------------------------
     def _read(self, path: Path, st: os.stat_result) -> Task:
-        task = self._parsed.load(path, st, read_task)
+        task = self._parsed.load(path, st, task_from_text)
         if path.parent == self.hive.tasks_dir:
             self._pending_ids[path.name] = task.id
         return task
@@ -298,7 +298,7 @@ class TaskIndex:
                 continue
             try:
                 # Not `_read`: a file in active/ is never one of tasks/ (no pending id).
-                task = parsed.load(path, st, read_task)
+                task = parsed.load(path, st, task_from_text)
             except FileNotFoundError:
                 continue
             except FileFormatError as exc:

@@ -25,7 +25,7 @@ from hivemind.hive.atomic import (
     run,
     write_temp,
 )
-from hivemind.hive.frontmatter import first_heading, read_task, render_task
+from hivemind.hive.frontmatter import first_heading, read_task, render_task, task_from_text
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task, TaskState, check_file_id
 from hivemind.hive.taskindex import TaskIndex
@@ -115,7 +115,7 @@ class TaskBoard(TaskIndex):
             raise UserError(f"task {ref.id} is not claimed by {agent} (it is in {where}/)")
         try:
             # Parsed already when it was claimed or perceived, unless it changed since.
-            return self._parsed.load(ref.path, os.lstat(ref.path), read_task)
+            return self._parsed.load(ref.path, os.lstat(ref.path), task_from_text)
         except FileNotFoundError:
             now = self.find(ref.id)
             where = self.hive.relative(now.path) if now else "nowhere on the board"
