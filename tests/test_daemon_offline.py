@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections.abc import Callable
 
 import pytest
 
+from hivemind.agent.cycle import Agent
+from hivemind.agent.services import HiveServices
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.lock import HiveLock
-from hivemind.errors import HiveLockedError
+from hivemind.errors import HiveLockedError, ModelConnectionError
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
+from hivemind.llm.base import ModelRequest, ModelResponse
 from tests.helpers import CountingProvider, fast_config, run_until_idle, write_agent, write_task
 
 
@@ -282,6 +286,95 @@ def test_agent_removed_while_running_stops_and_others_take_its_tasks(hive: Hive)
     assert set(daemon.runners) == {"stays"}
     assert "agent: stays" in (hive.done_dir / "for-leaves.md").read_text()
     assert not hive.audit_path("leaves").exists()  # it never ran a cycle
+
+
+class HeldByAGate(CountingProvider):
+    """The offline provider, but `agent`'s calls wait for `gate` and then fail: it keeps
+    the tasks it claimed, unfinished."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__()
+        self.agent = agent
+        self.gate = asyncio.Event()
+        self.waiting = asyncio.Event()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.agent == self.agent:
+            self.waiting.set()
+            await self.gate.wait()
+            raise ModelConnectionError("the model is away (test)")
+        return await super().complete(request)
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    for _ in range(400):
+        if condition():
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"timed out waiting until {what}")
+
+
+def test_an_agent_removed_mid_cycle_gives_its_tasks_to_the_others(hive: Hive) -> None:
+    """Its folder goes while its cycle runs: that cycle ends, the daemon and the other
+    agents carry on, and the tasks it held go back to tasks/ for them (they stayed in
+    tasks/active/leaves/ for good, and a cycle starting just then stopped the daemon)."""
+    write_agent(hive, "stays")
+    write_agent(hive, "leaves")
+    for i in range(3):
+        write_task(hive, f"t{i}", front="assignee: leaves\n")
+    provider = HeldByAGate("leaves")
+    daemon = Daemon(hive, fast_config(hive), provider, RunOptions())
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        await asyncio.wait_for(provider.waiting.wait(), 10)
+        shutil.rmtree(hive.agent_dir("leaves"))
+        await until(lambda: "leaves" not in daemon.runners, "its runner stops")
+        provider.gate.set()
+        await until(lambda: len(list(hive.done_dir.glob("*.md"))) == 3, "the others did them")
+        daemon.stop("test")
+        await task
+
+    asyncio.run(main())
+    assert daemon.exit_reason == "test"
+    for i in range(3):
+        assert "agent: stays" in (hive.done_dir / f"t{i}.md").read_text()
+    assert not hive.active_dir_for("leaves").exists()
+
+
+def test_an_agent_whose_rom_just_went_runs_no_cycle_and_raises_nothing(hive: Hive) -> None:
+    """Woken in the moment between its folder's removal and the daemon hearing of it."""
+    write_agent(hive, "leaves")
+    write_task(hive, "t1", front="assignee: leaves\n")
+    services = HiveServices.open(hive, CountingProvider(), fast_config(hive))
+    agent = Agent("leaves", services)
+    shutil.rmtree(hive.agent_dir("leaves"))
+
+    try:
+        report = asyncio.run(agent.cycle())
+    finally:
+        if services.ltm is not None:
+            services.ltm.close()
+
+    assert not report.ran and report.reason == "no valid ROM"
+    assert agent.config_error is not None and "no agent named 'leaves'" in agent.config_error
+
+
+def test_tasks_of_an_agent_gone_while_stopped_are_given_back_at_the_start(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_agent(hive, "stays")
+    held = hive.active_dir_for("gone")
+    held.mkdir(parents=True)
+    (held / "orphan.md").write_text("---\nassignee: gone\n---\n# Orphan\n\nDo it.\n")
+
+    daemon = run_until_idle(hive)
+
+    assert daemon.exit_reason == "idle"
+    assert "agent: stays" in (hive.done_dir / "orphan.md").read_text()
+    assert not held.exists()
+    assert "agent gone is gone (no agents/gone/ROM.md): its tasks are back in tasks/ " \
+        "for the others: orphan" in caplog.text
 
 
 def test_status_command_shows_the_run_tokens_and_errors(hive: Hive) -> None:

@@ -23,7 +23,7 @@ from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.services import HiveServices
-from hivemind.errors import ConfigError, ModelError, UserError
+from hivemind.errors import ConfigError, ModelError, UnknownAgentError, UserError
 from hivemind.hive.atomic import LoopFlusher
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
@@ -193,7 +193,7 @@ class Agent:
         """The last good ROM config (None if the agent never had a valid one)."""
         try:
             cfg = self.s.roms.load(self.name)
-        except ConfigError as exc:
+        except (ConfigError, UnknownAgentError) as exc:  # invalid, or removed just now
             self.config_error = str(exc)
             return None
         self.config_error = self.s.roms.error(self.name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import time
 from collections.abc import Callable
@@ -40,6 +41,8 @@ from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 from hivemind.llm.base import Provider
 from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import utcnow
+
+logger = logging.getLogger(__name__)
 
 BACKOFF_START = 2.0
 BACKOFF_MAX = 300.0
@@ -167,6 +170,10 @@ class Daemon:
         """Run until stopped; returns why it stopped ("idle", "signal", "max-cycles", ...)."""
         with HiveLock(self.hive), daemon_gc_pace():
             sweep_temps(self.hive)  # under the lock: no other daemon writes here
+            known = set(self.hive.agent_names())
+            for name in self.services.board.active_agents():
+                if name not in known:
+                    self._give_back(name)
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -338,6 +345,29 @@ class Daemon:
                 runner.agent.recover()
         return await runner.agent.cycle()
 
+    async def _retire(self, name: str, runner: AgentRunner | None) -> None:
+        """An agent left the hive: once its cycle in flight is over, the tasks it held go
+        back to tasks/ (unless it is back meanwhile)."""
+        if runner is not None and runner.task is not None:
+            await asyncio.wait([runner.task])
+        if name not in self.runners and not self.hive.rom_path(name).exists():
+            self._give_back(name)
+
+    def _give_back(self, name: str) -> None:
+        """The tasks claimed by `name`, an agent the hive no longer has, back to tasks/
+        for the others (an assignee with no agent is routed as if unassigned)."""
+        try:
+            released = self.services.board.release_all(name)
+        except OSError as exc:
+            logger.warning("tasks/active/%s: cannot give its tasks back: %s", name, exc)
+            return
+        if released:
+            logger.warning(
+                "agent %s is gone (no %s): its tasks are back in tasks/ for the others: %s",
+                name, self.hive.relative(self.hive.rom_path(name)), ", ".join(released),
+            )
+            self.request_dispatch()
+
     def _broken_cycle(self, runner: AgentRunner, exc: OSError) -> CycleReport:
         """The filesystem failed under a cycle (a folder replaced by a file, a full disk):
         the cycle fails visibly and is retried after its back-off; the daemon stays up."""
@@ -430,11 +460,13 @@ class Daemon:
             if name not in self.runners:
                 self._start_agent(tg, name)
                 self.request_dispatch()
-        elif kind is HiveEventKind.AGENT_REMOVED and name and name in self.runners:
-            runner = self.runners.pop(name)
+        elif kind is HiveEventKind.AGENT_REMOVED and name:
+            runner = self.runners.pop(name, None)
             self._configs_cache = None
-            runner.stop = True
-            runner.wake.set()
+            if runner is not None:
+                runner.stop = True
+                runner.wake.set()
+            tg.create_task(self._retire(name, runner))
         elif kind is HiveEventKind.FILE_CHANGED:
             rel = self.hive.relative(event.path)
             for runner_name, runner in self.runners.items():

@@ -7,6 +7,7 @@ moves `<id>.md`. Nothing is deleted: unreadable files go to tasks/rejected/.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -242,6 +243,24 @@ class TaskBoard(TaskIndex):
             update={"status": TaskState.PENDING, "agent": None, "claimed_at": None}
         )
         return TaskRef(task, dest, TaskState.PENDING, None, time.time())
+
+    def release_all(self, agent: str) -> list[str]:
+        """Give back to tasks/ every task `agent` holds, for other agents to take (it has
+        left the hive: no agents/<agent>/ROM.md); their ids. Copies whose finished
+        versions are in done/ are removed instead (`retire_finished`), and the empty
+        folder goes too."""
+        self.retire_finished(agent)
+        released = []
+        for ref in self.active(agent):
+            try:
+                self.release(ref, agent)
+            except (UserError, OSError) as exc:  # moved meanwhile: nothing to give back
+                logger.warning("%s: not given back to tasks/: %s", ref.path, exc)
+                continue
+            released.append(ref.id)
+        with contextlib.suppress(OSError):  # not empty (a file that is no task): kept
+            self.hive.active_dir_for(agent).rmdir()
+        return released
 
     def fail(self, ref: TaskRef, reason: str, agent: str, *, final: bool = False) -> TaskRef:
         """Count the attempt; back to tasks/ while attempts < max_attempts, else failed/.
