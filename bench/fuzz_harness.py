@@ -58,6 +58,7 @@ from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.models import AgentSettings
 from hivemind.hive.quarantine import REASON_SUFFIX
 from hivemind.hive.rom import RomRegistry
+from hivemind.hive.taskindex import EMPTY_GRACE
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.offline import OfflineProvider
 
@@ -250,6 +251,13 @@ def check_task_drop(root: Path, name: str, data: bytes, kind: str) -> None:
     board = TaskBoard(hive, settle_time=0, fsync=False)
     refs = board.scan_pending()
     ignored = is_temp_name(name) or not name.endswith(".md") or kind == "dir"
+    if not ignored and kind == "file" and data == b"":
+        # An empty file is given time to be written: left as it is, then rejected.
+        assert refs == [] and snapshot(path) == before, "a fresh empty file was not left"
+        old = time.time() - EMPTY_GRACE - 1
+        os.utime(path, (old, old))
+        before = snapshot(path)
+        refs = board.scan_pending()
     if ignored:
         assert refs == [], f"{name!r} should be ignored"
         assert snapshot(path) == before, "an ignored file was changed"

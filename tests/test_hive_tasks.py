@@ -15,6 +15,7 @@ from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentConfig, Task, TaskPriority, TaskState
 from hivemind.hive.quarantine import rejected
+from hivemind.hive.taskindex import EMPTY_GRACE
 from hivemind.hive.tasks import TaskBoard, TaskRef
 
 
@@ -49,13 +50,38 @@ def test_bad_task_file_is_moved_unchanged_to_rejected_with_its_reason(
     hive: Hive, board: TaskBoard, content: str | bytes, reason: str
 ) -> None:
     original = content.encode() if isinstance(content, str) else content
-    drop(hive, "bad.md", content)
+    path = drop(hive, "bad.md", content)
+    old = time.time() - EMPTY_GRACE - 1  # an empty file is given time to fill: not this one
+    os.utime(path, (old, old))
     assert board.scan_pending() == []
     [(moved, why)] = rejected(hive)
     assert moved == hive.rejected_dir / "bad.md"
     assert moved.read_bytes() == original  # whole and unchanged
     assert why.startswith(reason)
     assert not (hive.tasks_dir / "bad.md").exists()
+
+
+def test_an_empty_task_file_waits_for_its_text(hive: Hive, board: TaskBoard) -> None:
+    """`slow-command > tasks/x.md` makes the file at once and writes it later: a fresh
+    empty file is not rejected (its writer would fill the file in rejected/, under a
+    reason saying it is empty); it becomes a task once written."""
+    path = drop(hive, "slow.md", "")
+    assert board.scan_pending() == []
+    assert board.scan_pending() == []
+    assert rejected(hive) == [] and path.exists()
+    assert board.unsettled == 1  # looked at again at the next refresh
+    path.write_text("# Summarise the notes\n")
+    assert [r.id for r in board.scan_pending([])] == ["slow"]
+
+
+def test_an_empty_task_file_left_empty_is_rejected(hive: Hive, board: TaskBoard) -> None:
+    path = drop(hive, "touched.md", "")
+    board.scan_pending()
+    old = time.time() - EMPTY_GRACE - 1
+    os.utime(path, (old, old))
+    assert board.scan_pending([]) == []
+    [(moved, why)] = rejected(hive)
+    assert moved.name == "touched.md" and why.startswith("file is empty")
 
 
 def test_rejected_names_never_collide(hive: Hive, board: TaskBoard) -> None:

@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 
 LOAD_TTL = 2.0
 """Seconds the active count per agent is trusted without listing tasks/active/ again."""
+EMPTY_GRACE = 10.0
+"""Seconds an empty task file is given to get its text before it is rejected: a shell's
+`cmd > tasks/x.md` creates the file at once and fills it when `cmd` writes."""
 
 
 def _by_age(found: tuple[TaskRef, os.stat_result]) -> tuple[int, float, str]:
@@ -88,6 +91,12 @@ class TaskIndex:
         if self.settle_time <= 0:
             return True
         return now - sig[2] / 1e9 >= self.settle_time or now - seen[1] >= self.settle_time
+
+    def _young(self, path: Path, now: float) -> bool:
+        """Changed less than `EMPTY_GRACE` ago, by its mtime and by our own watch of it
+        (see `_stable`, which has just noted when we first saw this version)."""
+        sig, seen = self._first_seen[path]
+        return now - sig[2] / 1e9 < EMPTY_GRACE and now - seen < EMPTY_GRACE
 
     def _reject(self, path: Path, reason: str) -> None:
         self._parsed.forget(path)
@@ -165,7 +174,9 @@ class TaskIndex:
             self._reject(path, "not a regular file")
             return None
         sig = sig_of(st)
-        if not self._stable(path, sig, now):
+        if not self._stable(path, sig, now) or (st.st_size == 0 and self._young(path, now)):
+            # Still being written; or created and not written yet (`cmd > tasks/x.md`,
+            # a slow cmd): an empty file is rejected once it has stayed empty a while.
             self._drop_pending(path)
             self._settling.add(path)
             return None
