@@ -214,6 +214,56 @@ def test_nested_rom_error_points_at_the_nested_key(tmp_path: Path) -> None:
     assert caught.value.reason == "line 3: budget.per_day must be ≥ 1 (got 0)"
 
 
+@pytest.mark.parametrize(("front", "reason"), [
+    pytest.param('watch: ["/etc/passwd"]', "line 2: watch: '/etc/passwd' must be relative to "
+                 "the hive, like notes/*.md", id="absolute-watch"),
+    pytest.param('watch: [""]', "line 2: watch: '' is empty: a pattern names files, like "
+                 "notes/*.md", id="empty-watch"),
+    pytest.param('knowledge: ["../secrets/*"]', "line 2: knowledge: '../secrets/*' must name "
+                 "files inside the hive, without . or .. or empty parts", id="dotdot"),
+    pytest.param('watch: "notes/a**"', "line 2: watch: 'notes/a**' uses ** inside a name: ** "
+                 "must be a whole part, like notes/**/*.md", id="bad-doublestar"),
+    pytest.param("tools: [send_message, teleport]", "line 2: tools: no tool named teleport "
+                 "(the tools are send_message, read_file, write_file, edit_file, list_files, "
+                 "search_files, create_task, complete_task, fail_task, remember, recall)",
+                 id="unknown-tool"),
+    pytest.param('model: " "', "line 2: model must not be empty", id="empty-model"),
+    pytest.param("max_output_tokens: 200000", "front matter: max_output_tokens (200000) must "
+                 "be less than max_context_tokens (100000): the reply is part of it",
+                 id="output-over-context"),
+])
+def test_rom_values_an_agent_cannot_work_with_are_errors(
+    tmp_path: Path, front: str, reason: str
+) -> None:
+    """Before, these passed as valid: an absolute or empty `watch` glob then stopped the
+    daemon at the agent's next cycle, an unknown tool or an empty model was "ok"."""
+    path = write(tmp_path, "ROM.md", f"---\n{front}\n---\nhi\n")
+    with pytest.raises(FileFormatError) as caught:
+        read_rom(path, "x", AgentSettings())
+    assert caught.value.reason == reason
+
+
+def test_good_globs_and_a_single_tool_are_read(tmp_path: Path) -> None:
+    path = write(tmp_path, "ROM.md",
+                 "---\nwatch: [workspace/**/*.md, notes.txt]\ntools: complete_task\n---\nhi\n")
+    config = read_rom(path, "x", AgentSettings())
+    assert config.watch == ["workspace/**/*.md", "notes.txt"]
+    assert config.tools == ["complete_task"]
+
+
+def test_every_problem_of_a_file_is_named_with_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.md",
+                 "---\npriority: urgent\nmax_attempts: -3\nassignee: [a, b]\n---\n# x\n")
+    with pytest.raises(FileFormatError) as caught:
+        read_task(path)
+    assert caught.value.line == 4
+    assert caught.value.reason == (
+        "line 4: assignee must be text (got ['a', 'b']); "
+        "line 2: priority must be one of critical, high, medium, low (got 'urgent'); "
+        "line 3: max_attempts must be ≥ 1 (got -3)"
+    )
+
+
 def test_task_round_trips_through_render(tmp_path: Path) -> None:
     task = Task(
         id="t1",

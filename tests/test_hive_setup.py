@@ -47,7 +47,8 @@ def test_hive_toml_overrides_defaults(hive: Hive) -> None:
         ),
         pytest.param(
             '[provider]\nname = "openai"\n',
-            "hive.toml: line 2: provider.name must match ^(auto|anthropic|offline)$",
+            "hive.toml: line 2: provider.name must be one of auto, anthropic, offline "
+            "(got 'openai')",
             id="bad-choice",
         ),
         pytest.param("[daemon\n", "hive.toml: invalid TOML:", id="bad-toml"),

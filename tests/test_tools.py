@@ -9,7 +9,7 @@ import pytest
 
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
-from hivemind.hive.models import AgentConfig
+from hivemind.hive.models import TOOL_NAMES, AgentConfig
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.memory.blocks import BlockType
@@ -175,3 +175,7 @@ async def test_create_task_delegates_with_reply_to_the_creator(hive: Hive) -> No
     assert not is_error, content
     [ref] = TaskBoard(hive, settle_time=0).scan_pending()
     assert ref.task.assignee == "helper" and ref.task.reply_to == "lead"
+
+
+def test_the_tool_names_a_rom_may_allow_are_the_registrys() -> None:
+    assert default_registry().names == list(TOOL_NAMES)

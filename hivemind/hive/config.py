@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from hivemind.errors import ConfigError
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import HiveConfig
-from hivemind.hive.problems import Loc, first_problem
+from hivemind.hive.problems import Loc, every_problem
 
 _TABLE = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(?:#.*)?$")
 
@@ -35,8 +35,7 @@ def load_hive_config(hive: Hive) -> HiveConfig:
     try:
         return HiveConfig.model_validate(data)
     except ValidationError as exc:
-        loc, problem = first_problem(exc)
-        line = _line_of(text, loc)
+        line, problem = every_problem(exc, lambda loc: _line_of(text, loc))
         where = f"line {line}: " if line else ""
         raise ConfigError(f"{path}: {where}{problem}") from None
 

@@ -26,7 +26,7 @@ from hivemind.hive.document import (
     split,
 )
 from hivemind.hive.models import AgentConfig, AgentSettings, Message, Task
-from hivemind.hive.problems import first_problem
+from hivemind.hive.problems import every_problem
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -88,8 +88,8 @@ def _validate(model: type[_M], data: dict[str, Any], doc: Document) -> _M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        loc, problem = first_problem(exc)
-        raise FileFormatError(doc.path, problem, doc.line_of(loc)) from None
+        line, problem = every_problem(exc, doc.line_of)
+        raise FileFormatError(doc.path, problem, line) from None
 
 
 def task_from_document(doc: Document) -> Task:

@@ -10,13 +10,20 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hivemind.memory.blocks import Priority
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
 MAX_ID_LENGTH = 200
+
+TOOL_NAMES = (
+    "send_message", "read_file", "write_file", "edit_file", "list_files", "search_files",
+    "create_task", "complete_task", "fail_task", "remember", "recall",
+)
+"""The tools a ROM's `tools:` may name (the registry's, in its order: a test keeps the
+two the same)."""
 
 
 def check_file_id(value: str) -> str:
@@ -75,7 +82,7 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = DEFAULT_MODEL
+    model: str = Field(default=DEFAULT_MODEL, min_length=1)
     max_context_tokens: int = Field(default=100_000, ge=1_000)
     max_output_tokens: int = Field(default=4_096, ge=64)
     temperature: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -84,6 +91,20 @@ class AgentSettings(BaseModel):
     budget: TokenBudget = Field(default_factory=TokenBudget)
     retrieval: RetrievalWeights = Field(default_factory=RetrievalWeights)
     accepts_unassigned: bool = True
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _stripped(cls, value: Any) -> Any:
+        return value.strip() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _room_to_think(self) -> AgentSettings:
+        if self.max_output_tokens >= self.max_context_tokens:
+            raise ValueError(
+                f"max_output_tokens ({self.max_output_tokens}) must be less than "
+                f"max_context_tokens ({self.max_context_tokens}): the reply is part of it"
+            )
+        return self
 
 
 class AgentConfig(AgentSettings):
@@ -101,10 +122,44 @@ class AgentConfig(AgentSettings):
     instructions: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("skills", "knowledge", "watch", mode="before")
+    @field_validator("skills", "knowledge", "watch", "tools", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, value: list[str] | None) -> list[str] | None:
+        unknown = [t for t in value or () if t not in TOOL_NAMES]
+        if unknown:
+            raise ValueError(
+                f"tools: no tool named {', '.join(unknown)} (the tools are "
+                f"{', '.join(TOOL_NAMES)})"
+            )
+        return value
+
+    @field_validator("knowledge", "watch")
+    @classmethod
+    def _relative_globs(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            problem = _glob_problem(pattern)
+            if problem:
+                raise ValueError(f"{pattern!r} {problem}")
+        return value
+
+
+def _glob_problem(pattern: str) -> str | None:
+    """Why `pattern` is no glob of files inside the hive (None if it is one)."""
+    if not pattern.strip():
+        return "is empty: a pattern names files, like notes/*.md"
+    if pattern.startswith(("/", "~")) or "\\" in pattern:
+        return "must be relative to the hive, like notes/*.md"
+    parts = pattern.split("/")
+    if any(p in ("", ".", "..") for p in parts[:-1]) or parts[-1] in ("", ".", ".."):
+        return "must name files inside the hive, without . or .. or empty parts"
+    if any("**" in p and p != "**" for p in parts):
+        return "uses ** inside a name: ** must be a whole part, like notes/**/*.md"
+    return None
 
 
 class Task(BaseModel):
@@ -205,7 +260,7 @@ class ProviderSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(default="auto", pattern="^(auto|anthropic|offline)$")
+    name: Literal["auto", "anthropic", "offline"] = "auto"
     base_url: str | None = None
     api_key_env: str = "ANTHROPIC_API_KEY"
     timeout: float = Field(default=120.0, gt=0)

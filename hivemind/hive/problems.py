@@ -7,6 +7,7 @@ pydantic error dump; the caller adds the file and the line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -92,11 +93,31 @@ def describe(error: ErrorDetails) -> str:
     return f"{field}: {message[:1].lower()}{message[1:]}"
 
 
-def first_problem(exc: ValidationError) -> tuple[Loc, str]:
-    """Where and what the first error is; `(and N more)` if there are others."""
+SHOWN = 5
+"""Problems listed in one message; past these, `(and N more problems)`."""
+
+
+def every_problem(
+    exc: ValidationError, line_of: Callable[[Loc], int | None] = lambda loc: None
+) -> tuple[int | None, str]:
+    """The first problem's line, and every problem in one line a person can act on:
+    `a must be ...; line 5: b must be ...` (the first one's line is the caller's to show)."""
     errors = exc.errors(include_url=False)
-    first = errors[0]
-    text = describe(first)
-    if len(errors) > 1:
-        text += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return tuple(first["loc"]), text
+    parts, first_line = [], None
+    for n, error in enumerate(errors[:SHOWN]):
+        line, text = line_of(tuple(error["loc"])), describe(error)
+        if n == 0:
+            first_line = line
+        elif line is not None:
+            text = f"line {line}: {text}"
+        parts.append(text)
+    text = "; ".join(parts)
+    if len(errors) > SHOWN:
+        more = len(errors) - SHOWN
+        text += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return first_line, text
+
+
+def first_problem(exc: ValidationError) -> tuple[Loc, str]:
+    """Where the first problem is, and every problem (see `every_problem`)."""
+    return tuple(exc.errors(include_url=False)[0]["loc"]), every_problem(exc)[1]
