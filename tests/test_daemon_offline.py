@@ -377,6 +377,33 @@ def test_tasks_of_an_agent_gone_while_stopped_are_given_back_at_the_start(
         "for the others: orphan" in caplog.text
 
 
+def test_a_rom_broken_while_stopped_keeps_its_last_good_config_and_says_so(
+    hive: Hive,
+) -> None:
+    """The last good config outlives a restart; its problem, and then its fix, are in
+    the audit log (`hivemind log`), once each."""
+    rom = write_agent(hive, "worker")
+    write_task(hive, "t1")
+    run_until_idle(hive)
+    good = rom.read_text()
+    rom.write_text(good.replace("---\n", "---\nmax_steps: 0\n", 1))
+    write_task(hive, "t2")
+
+    daemon = run_until_idle(hive)
+
+    assert daemon.exit_reason == "idle"
+    assert (hive.done_dir / "t2.md").is_file()
+    problems = [r for r in audit_records(hive, "worker") if r["event"] == "config_error"]
+    assert [r["error"] for r in problems] == [
+        "agents/worker/ROM.md: line 2: max_steps must be ≥ 1 (got 0)"
+    ]
+    rom.write_text(good)
+    write_task(hive, "t3")
+    run_until_idle(hive)
+    events = [r["event"] for r in audit_records(hive, "worker")]
+    assert events.count("config_error") == 1 and events.count("config_fixed") == 1
+
+
 def test_status_command_shows_the_run_tokens_and_errors(hive: Hive) -> None:
     from typer.testing import CliRunner
 

@@ -53,6 +53,35 @@ def test_invalid_edit_keeps_the_last_good_config_and_records_the_error(hive: Hiv
     assert roms.error("ann") is None
 
 
+def test_the_last_good_config_outlives_the_registry_that_read_it(hive: Hive) -> None:
+    """A restart (a new registry: another run, or a command) finds the agent's last good
+    ROM too: an invalid edit made while it was stopped does not stop the agent."""
+    write_rom(hive, "ann", GOOD)
+    good = RomRegistry(hive, AgentSettings()).load("ann")
+    write_rom(hive, "ann", BAD)
+
+    later = RomRegistry(hive, AgentSettings())
+
+    assert later.load("ann") == good
+    assert later.text("ann") == GOOD
+    assert later.error("ann") == (
+        "agents/ann/ROM.md: line 4: max_context_tokens must be ≥ 1000 (got 500)"
+    )
+    write_rom(hive, "ann", GOOD.replace("Writer", "Editor"))  # fixed: the new one counts
+    assert RomRegistry(hive, AgentSettings()).load("ann").role == "Editor"
+    write_rom(hive, "ann", BAD)
+    assert RomRegistry(hive, AgentSettings()).load("ann").role == "Editor"
+
+
+def test_a_saved_copy_that_is_not_valid_either_is_no_config(hive: Hive) -> None:
+    write_rom(hive, "ann", BAD)
+    saved = hive.last_good_rom_path("ann")
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    saved.write_text("---\nmax_steps: 0\n---\nx\n")
+    with pytest.raises(ConfigError, match="line 4: max_context_tokens"):
+        RomRegistry(hive, AgentSettings()).load("ann")
+
+
 def test_rom_never_valid_raises_config_error(hive: Hive) -> None:
     write_rom(hive, "ann", BAD)
     roms = RomRegistry(hive, AgentSettings())

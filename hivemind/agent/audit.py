@@ -145,10 +145,14 @@ class AuditLog:
                     yield rec
 
     def mark_interrupted(self) -> list[int]:
-        """Append an `interrupted` record for each cycle that started but never ended."""
+        """Append an `interrupted` record for each cycle that started but never ended
+        (and note `last_cycle` and `config_error` on the way)."""
         open_cycles: dict[int, dict[str, Any]] = {}
         last_cycle = 0
         for rec in self.records():
+            if rec.get("event") in ("config_error", "config_fixed"):
+                error = rec.get("error")
+                self.config_error = error if isinstance(error, str) else None
             n = rec.get("cycle")
             if not isinstance(n, int):
                 continue
@@ -169,6 +173,9 @@ class AuditLog:
         return sorted(open_cycles)
 
     last_cycle: int = 0
+    config_error: str | None = None
+    """The ROM problem the log last told of (None: none, or fixed since); read by
+    `mark_interrupted`."""
 
     def warnings_since(self, since: datetime) -> set[str]:
         """The budget notices a person was given (`budget` records): a task's for good,

@@ -9,6 +9,7 @@ the audit record is written in `finally:` whatever happened.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -170,6 +171,8 @@ class Agent:
         self.loops: dict[str, Counter[str]] = {}  # per task held (or NO_TASK): call → times
         self._repeated: dict[str, str] = {}  # the keys whose call reached the limit this round
         self.config_error: str | None = None
+        self._audited_error: str | None = None
+        self._gone = False  # its ROM.md is missing (see `config`)
         self.last_error: str | None = None
         self._last_request: str | None = None
         # (ids of the specs, their JSON, the specs: kept alive so no id is reused)
@@ -182,6 +185,7 @@ class Agent:
         self.s.board.retire_finished(self.name)
         interrupted = self.audit.mark_interrupted()
         self.cycle_no = self.audit.last_cycle
+        self._audited_error = self.audit.config_error  # a fix made meanwhile is told
         today = start_of_day()
         spent, per_task = self.audit.usage_since(today)
         self.budget = BudgetTracker(spent_today=spent, per_task=per_task,
@@ -191,19 +195,36 @@ class Agent:
     # -- configuration -------------------------------------------------------
     def config(self) -> AgentConfig | None:
         """The last good ROM config (None if the agent never had a valid one)."""
+        self._gone = False
         try:
             cfg = self.s.roms.load(self.name)
-        except (ConfigError, UnknownAgentError) as exc:  # invalid, or removed just now
+        except ConfigError as exc:
             self.config_error = str(exc)
+            return None
+        except UnknownAgentError as exc:  # removed just now: the daemon hears of it soon
+            self.config_error, self._gone = str(exc), True
             return None
         self.config_error = self.s.roms.error(self.name)
         return cfg
+
+    def _audit_config_error(self) -> None:
+        """A new problem of the ROM, or its fix, goes to the audit log once (from the
+        process that runs the cycles: one record, however many look at the ROM)."""
+        if self.config_error == self._audited_error or self._gone:
+            return
+        self._audited_error = self.config_error
+        with contextlib.suppress(OSError):  # the log's own trouble shows at the next cycle
+            if self.config_error is not None:
+                self.audit.append("config_error", cycle=self.cycle_no, error=self.config_error)
+            else:
+                self.audit.append("config_fixed", cycle=self.cycle_no)
 
     # -- the cycle -----------------------------------------------------------
     async def cycle(self) -> CycleReport:
         """Run one cycle if there is new input; otherwise return at once, free."""
         report = CycleReport(agent=self.name)
         cfg = self.config()
+        self._audit_config_error()
         if cfg is None:
             report.reason = "no valid ROM"
             return report

@@ -142,6 +142,11 @@ class Hive:
     def audit_path(self, agent: str) -> Path:
         return self.audit_dir / f"{agent}.jsonl"
 
+    def last_good_rom_path(self, agent: str) -> Path:
+        """A copy of the agent's last valid ROM.md: an invalid edit keeps it working,
+        across restarts too."""
+        return self.state_dir / "roms" / f"{agent}.md"
+
     # -- confinement ---------------------------------------------------------
     @cached_property
     def writable_dirs(self) -> tuple[Path, ...]:

@@ -1,7 +1,9 @@
 """Agents' ROM.md files with last-good semantics: an invalid edit never stops an agent.
 
 Each ROM is re-read only when its file changed (inode, size, mtime); a bad edit
-keeps the previous valid config and records the error for `hivemind status`.
+keeps the previous valid config and records the error for `hivemind status`. The last
+valid text is kept in `.hivemind/roms/`, so a restart (or another command) finds it
+too.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
+from hivemind.hive.atomic import atomic_write
 from hivemind.hive.frontmatter import parse, read_text, rom_from_document
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentConfig, AgentSettings
@@ -69,17 +72,47 @@ class RomRegistry:
                     entry.sig = None  # it changed while we read it: look again next time
                     return entry.good
                 entry.good, entry.text, entry.error = config, text, None
+                self._keep(name, text)
             except FileFormatError as exc:
                 error = f"{self.hive.relative(path)}: {exc.reason}"
+                if entry.good is None:
+                    self._last_good(name, entry)
                 if error != entry.error:
                     kept = "keeping the last good config" if entry.good else "no valid config yet"
                     logger.warning("%s (%s)", error, kept)
                 entry.error = error
             except OSError as exc:
                 entry.error = f"{self.hive.relative(path)}: cannot read: {exc.strerror}"
+                if entry.good is None:
+                    self._last_good(name, entry)
         if entry.good is None:
             raise ConfigError(entry.error or f"{self.hive.relative(path)}: not loaded")
         return entry.good
+
+    def _keep(self, name: str, text: str) -> None:
+        """Save `text`, the agent's valid ROM, as its last good one (unless it is)."""
+        saved = self.hive.last_good_rom_path(name)
+        try:
+            if saved.read_text(encoding="utf-8") == text:
+                return
+        except (OSError, UnicodeDecodeError):
+            pass
+        try:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(saved, text, fsync=False)
+        except OSError as exc:  # a read-only hive, say: the agent still runs on this one
+            logger.debug("%s: last good ROM not saved: %s", saved, exc)
+
+    def _last_good(self, name: str, entry: _Entry) -> None:
+        """Take up the agent's last good ROM saved by an earlier read (another run's, or
+        another command's), if there is one and it is still valid."""
+        saved = self.hive.last_good_rom_path(name)
+        try:
+            text = read_text(saved)
+            entry.good = rom_from_document(parse(text, saved), name, self.defaults)
+            entry.text = text
+        except (OSError, FileFormatError):
+            return
 
     def text(self, name: str) -> str | None:
         """The ROM.md text the current config was read from (None before a good read)."""
