@@ -404,6 +404,30 @@ def test_a_rom_broken_while_stopped_keeps_its_last_good_config_and_says_so(
     assert events.count("config_error") == 1 and events.count("config_fixed") == 1
 
 
+def test_an_edit_of_hive_toml_while_running_is_reported(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The daemon reads hive.toml once: an edit meanwhile is not silently ignored."""
+    write_agent(hive, "worker")
+    daemon = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        await until(lambda: "worker" in daemon.runners, "it runs")
+        hive.config_file.write_text("[agents]\naccepts_unassigned = false\n")
+        await until(lambda: "hive.toml changed" in caplog.text, "the edit is reported")
+        hive.config_file.write_text("[daemon\n")
+        await until(lambda: "not valid" in caplog.text, "the broken one is reported")
+        daemon.stop("test")
+        await task
+
+    asyncio.run(main())
+    changed = [r.getMessage() for r in caplog.records if "hive.toml changed" in r.getMessage()]
+    assert changed[0] == ("hive.toml changed: this daemon keeps the settings it started "
+                          "with (restart it to use the new ones)")
+    assert "the new one is not valid" in changed[1] and "invalid TOML" in changed[1]
+
+
 def test_status_command_shows_the_run_tokens_and_errors(hive: Hive) -> None:
     from typer.testing import CliRunner
 

@@ -33,7 +33,8 @@ from hivemind.daemon.workers import (
     process_count,
     share_of_calls,
 )
-from hivemind.errors import WorkerLostError
+from hivemind.errors import ConfigError, WorkerLostError
+from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.hive.leftovers import sweep_temps
 from hivemind.hive.models import AgentConfig, HiveConfig
@@ -223,6 +224,7 @@ class Daemon:
                 tg.create_task(self._dispatch_loop()),
                 tg.create_task(self._event_loop(watcher, tg)),
                 tg.create_task(self.status.loop()),
+                tg.create_task(self._config_loop()),
             ]
             if self.options.until_idle:
                 service.append(tg.create_task(self._idle_loop()))
@@ -438,6 +440,32 @@ class Daemon:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._quiet.wait(), DISPATCH_COALESCE)
 
+    async def _config_loop(self) -> None:
+        """hive.toml is read once, at the start: say so when it changes meanwhile (an
+        edit that seems to do nothing, or a broken file the daemon seems to accept)."""
+        path = self.hive.config_file
+        started_with = _bytes_of(path)
+        told = started_with
+        while not self.stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), self.config.daemon.rescan_interval)
+            now = _bytes_of(path)
+            if now == told:
+                continue
+            told = now
+            if now == started_with:
+                logger.warning("%s is back as this daemon read it", self.hive.relative(path))
+                continue
+            try:
+                load_hive_config(self.hive)
+                problem = ""
+            except ConfigError as exc:
+                problem = f"; the new one is not valid: {exc}"
+            logger.warning(
+                "%s changed: this daemon keeps the settings it started with (restart it to "
+                "use the new ones)%s", self.hive.relative(path), problem,
+            )
+
     async def _event_loop(self, watcher: HiveWatcher, tg: asyncio.TaskGroup) -> None:
         while not self.stopping.is_set():
             event = await watcher.events.get()
@@ -492,3 +520,11 @@ class Daemon:
             elif time.monotonic() - self._last_activity > max(2.0, 4 * settle):
                 self.stalled = state
                 self.stop("stalled")
+
+
+def _bytes_of(path: Path) -> bytes | None:
+    """The file's bytes (None if it cannot be read)."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
