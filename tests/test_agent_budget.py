@@ -230,7 +230,8 @@ async def test_an_agent_over_its_day_stops_calling_the_model_and_gives_back_its_
         write_task(hive, "t3")
         await asyncio.sleep(QUIET)
         assert len(provider.requests) == calls
-        assert ("t3", "no agent is taking work (paused by its budget)") in daemon.waiting
+        assert ("t3", "no agent is taking work: worker is paused: its daily token budget "
+                "is spent") in daemon.waiting
 
     assert budget_notes(hive) == ["[budget] worker paused"]
     [note] = [i.message for i in Mailbox(hive, HUMAN).unread() if i.message.subject.startswith(

@@ -227,3 +227,20 @@ async def test_a_rom_edit_routes_the_tasks_that_waited_for_an_agent(hive: Hive) 
     finally:
         daemon.stop("test")
         await asyncio.wait_for(run, 20)
+
+
+def test_an_agent_whose_tools_cannot_finish_a_task_is_given_none(hive: Hive) -> None:
+    """`tools:` without complete_task and fail_task: a task it took would stay in
+    tasks/active/ for good. It gets none; one assigned to it waits, saying why."""
+    write_agent(hive, "talker", front="tools: [send_message]\n")
+    write_agent(hive, "doer")
+    write_task(hive, "anyones")
+    write_task(hive, "for-talker", front="assignee: talker\n")
+
+    daemon = run_until_idle(hive)
+
+    assert daemon.exit_reason == "stalled"
+    assert "agent: doer" in (hive.done_dir / "anyones.md").read_text()
+    assert (hive.tasks_dir / "for-talker.md").is_file()
+    assert daemon.waiting == [("for-talker", "assigned to talker, which cannot finish a task: "
+                               "its ROM's tools: allow neither complete_task nor fail_task")]

@@ -111,6 +111,7 @@ class Daemon:
         self._changed_tasks: set[Path] = set()  # task files named by the watcher
         self._full_dispatch_at = 0.0  # when tasks/ is next listed whole
         self._configs_cache: dict[str, AgentConfig] | None = None
+        self._unfinishing: set[str] = set()  # agents whose tools cannot end a task
         self._configs_at = 0.0
         self._on_cycle = on_cycle
         self._figures_cache: tuple[float, dict[str, object]] = (0.0, {})
@@ -143,14 +144,26 @@ class Daemon:
         if self._configs_cache is None or now >= self._configs_at + CONFIGS_TTL:
             out = {}
             paused = self._paused()
+            self._unfinishing = set()
             for name, runner in self.runners.items():
                 if name in paused:
                     continue  # its daily budget is spent: tasks for it wait, others go on
                 cfg = runner.agent.config()
-                if cfg is not None:
+                if cfg is not None and not cfg.finishes_tasks:
+                    self._unfinishing.add(name)  # a task it took would never end
+                elif cfg is not None:
                     out[name] = cfg
             self._configs_cache, self._configs_at = out, now
         return self._configs_cache
+
+    def _away(self) -> dict[str, str]:
+        """Why agents that run take no work now, for the waiting list (after `_configs`)."""
+        away = dict.fromkeys(self._paused(), "is paused: its daily token budget is spent")
+        away.update(dict.fromkeys(
+            self._unfinishing,
+            "cannot finish a task: its ROM's tools: allow neither complete_task nor fail_task",
+        ))
+        return away
 
     def _paused(self) -> set[str]:
         """The agents paused today: their daily budget is spent (see `_after_cycle`)."""
@@ -414,8 +427,8 @@ class Daemon:
                 interval = self.config.daemon.rescan_interval * FULL_DISPATCH_EVERY
                 self._full_dispatch_at = now + interval
             try:
-                away = dict.fromkeys(self._paused(), "is paused: its daily token budget is spent")
-                result = self.dispatcher.dispatch(self._configs(), changed, away)
+                configs = self._configs()
+                result = self.dispatcher.dispatch(configs, changed, self._away())
             except OSError as exc:
                 self._full_dispatch_at = 0.0
                 # The board itself is broken (e.g. tasks/active/<agent> is a file): say so

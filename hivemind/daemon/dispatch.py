@@ -52,9 +52,7 @@ class Dispatcher:
         result = DispatchResult()
         self.board.refresh_pending(changed)
         if not agents:
-            why = "no agent is taking work (paused by its budget)" if away else "no agent runs"
-            for ref in islice(self.board.pending_in_order(), WAITING_SHOWN):
-                result.waiting.append((ref.id, why))
+            result.waiting = self._nobody_takes_work(away)
             return result
         configs = list(agents.values())
         key = tuple(
@@ -107,6 +105,15 @@ class Dispatcher:
         if len(self._routes) > 4 * self.board.pending_count + 1024:
             self._routes = {p: r for p, r in self._routes.items() if self.board.is_pending(r[0])}
         return result
+
+    def _nobody_takes_work(self, away: Mapping[str, str] | None) -> list[tuple[str, str]]:
+        """The waiting list when no agent takes work: every pending task, and why."""
+        why = "no agent runs"
+        if away:
+            why = "no agent is taking work: " + "; ".join(
+                f"{name} {reason}" for name, reason in sorted(away.items())
+            )
+        return [(ref.id, why) for ref in islice(self.board.pending_in_order(), WAITING_SHOWN)]
 
     def _in_hive(self, name: str) -> bool:
         """True if `name` is an agent of the hive (a folder of agents/ with a ROM.md)."""

@@ -127,6 +127,12 @@ class AgentConfig(AgentSettings):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @property
+    def finishes_tasks(self) -> bool:
+        """False if its `tools:` allow neither complete_task nor fail_task: a task it
+        took would never end, so it is given none."""
+        return self.tools is None or not {"complete_task", "fail_task"}.isdisjoint(self.tools)
+
     @field_validator("tools")
     @classmethod
     def _known_tools(cls, value: list[str] | None) -> list[str] | None:
