@@ -4,6 +4,7 @@ about which options take a value."""
 from __future__ import annotations
 
 import re
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -55,6 +56,8 @@ def test_help_is_plain_wrapped_text(path: list[str]) -> None:
     assert "<bool>" not in text
     assert "╭" not in text and "│" not in text  # no boxes: readable when piped or copied
     assert max(len(line) for line in text.splitlines()) <= 80
+    # Help is plain text: a rich escape (`\[daemon]`) would be shown as typed.
+    assert "\\[" not in text
 
 
 def _command(path: list[str]) -> Any:
@@ -81,3 +84,10 @@ def test_the_commands_are_listed_in_the_order_a_newcomer_uses_them() -> None:
     lines = _help([]).split("Commands:\n", 1)[1].splitlines()
     names = [line.split()[0] for line in lines if line.startswith("  ") and line.split()]
     assert names == ["init", "task", "send", "run", "status", "inspect", "log", "memory"]
+
+
+def test_version_prints_the_installed_version() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"hivemind {version('hivemind')}\n"
+    assert re.fullmatch(r"hivemind \d+\.\d+\.\d+\S*\n", result.output)

@@ -281,3 +281,40 @@ def test_follow_prints_new_records_even_one_written_in_two_parts_and_ctrl_c_ends
             proc.wait()
     assert proc.returncode == 0, err.decode()
     assert b"Traceback" not in err and b"KeyboardInterrupt" not in err, err.decode()
+
+
+def test_an_agent_that_never_ran_has_a_line_saying_so(app: typer.Typer, hive: Hive) -> None:
+    write_agent(hive, "worker")
+    result = log(app, hive, "worker")
+    assert result.exit_code == 0, result.output
+    assert result.output == "no audit records for worker yet (.hivemind/audit/worker.jsonl)\n"
+
+
+def test_json_of_an_agent_that_never_ran_is_no_line_at_all(app: typer.Typer, hive: Hive) -> None:
+    write_agent(hive, "worker")
+    result = log(app, hive, "worker", "--json")  # JSON lines, one a record: none, no line
+    assert (result.exit_code, result.output) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        pytest.param({"event": "cycle"}, "cycle kept=0 dropped=0 tokens=0", id="cycle"),
+        pytest.param({"event": "cycle_start"}, "start", id="start"),
+        pytest.param({"event": "cycle_start", "cycle": 2, "tasks": ["t1"]},
+                     "#2 start  tasks=['t1']", id="start-without-mail"),
+        pytest.param({"event": "note"}, "note {}", id="other"),
+        pytest.param({"event": "cycle", "duration_ms": 4, "tool_calls": [{"input": {}}]},
+                     "cycle kept=0 dropped=0 tokens=0 4 ms\n✓ ? {}", id="a-call"),
+    ],
+)
+def test_a_field_missing_from_a_record_is_left_out_not_shown_as_none(
+    app: typer.Typer, hive: Hive, record: dict[str, Any], expected: str
+) -> None:
+    write_agent(hive, "worker")
+    hive.audit_path("worker").parent.mkdir(parents=True, exist_ok=True)
+    hive.audit_path("worker").write_text(json.dumps(record) + "\n")
+    result = log(app, hive, "worker")
+    assert result.exit_code == 0, result.output
+    shown = "\n".join(line.strip() for line in result.output.splitlines())
+    assert shown == expected

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner, Result
 
 from hivemind.cli.app import app
@@ -128,3 +130,29 @@ def test_the_stall_line_names_what_is_left_plainly() -> None:
     quiet = _stall_text(IdleState(pending=1, unread={"bob": 0}), waiting[:1])
     assert quiet.plain.endswith("1 pending, 0 active task(s), no unread mail; waiting: "
                                 "t0 (waits for [dep0])")
+
+
+@pytest.mark.parametrize("names", [",", "", " , "], ids=["comma", "empty", "blank"])
+def test_agents_naming_no_name_is_a_usage_error(hive: Hive, names: str) -> None:
+    write_agent(hive, "ann")
+    write_task(hive, "t1")
+
+    result = run(hive, "--agents", names)
+
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(f"error: --agents {names!r} names no agent")
+    assert "(agents: ann)" in result.output and "Traceback" not in result.output
+    assert (hive.tasks_dir / "t1.md").exists()
+    assert not hive.audit_path("ann").exists()
+
+
+def test_a_dir_and_a_different_hive_option_are_refused(hive: Hive, tmp_path: Path) -> None:
+    write_agent(hive, "ann")
+    other = Hive(tmp_path / "other").ensure()
+
+    result = run(hive, "--hive", str(other.root))
+
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("error: two hive folders given: ")
+    assert "\n" not in result.output.strip()
+    assert not hive.audit_path("ann").exists()

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,3 +194,169 @@ def test_status_tables_and_json(cli: typer.Typer, hive_dir: Path) -> None:
 def test_every_command_explains_itself(cli: typer.Typer, command: list[str]) -> None:
     text = run(cli, *command, "--help").output
     assert "--hive" in text and "Usage" in text
+
+
+# -- task add --file with front matter -------------------------------------------------
+
+FRONT_BODY = (
+    "---\npriority: low\nassignee: assistant\nproject: site\n---\n# Inner heading\nDetails.\n"
+)
+
+
+def test_task_add_file_front_matter_counts_as_the_task_fields(
+    cli: typer.Typer, hive_dir: Path
+) -> None:
+    body = hive_dir / "body.md"
+    body.write_text(FRONT_BODY)
+    result = run(cli, "task", "add", "Outer", "--file", str(body), "--hive", str(hive_dir))
+    task = read_task(hive_dir / "tasks" / "outer.md")
+    assert (task.id, task.title) == ("outer", "Outer")
+    assert (task.priority, task.assignee, task.project) == (TaskPriority.LOW, "assistant", "site")
+    assert task.body == "# Inner heading\nDetails."  # the file's body, not its front matter
+    assert result.stderr == ""
+
+
+def test_task_add_options_override_the_file_front_matter(cli: typer.Typer, hive_dir: Path) -> None:
+    body = hive_dir / "body.md"
+    body.write_text("---\nid: from-file\npriority: low\nassignee: ghost\ndepends_on: [x]\n---\n"
+                    "Details.\n")
+    run(cli, "task", "add", "Outer", "--file", str(body), "--priority", "high", "--assignee",
+        "assistant", "--depends-on", "", "--project", "p", "--hive", str(hive_dir))
+    task = read_task(hive_dir / "tasks" / "from-file.md")  # the file's id, no --id given
+    assert (task.priority, task.assignee, task.project) == (TaskPriority.HIGH, "assistant", "p")
+    assert task.depends_on == []
+    assert task.body == "Details."
+
+
+@pytest.mark.parametrize(
+    ("front", "expected"),
+    [
+        pytest.param("title: ok\npriority: urgent\n", "body.md: line 3: priority must be one of "
+                     "critical, high, medium, low (got 'urgent')", id="priority"),
+        pytest.param("id: a/b\n", "body.md: line 2: id must be a plain file name", id="id"),
+        pytest.param("max_attempts: 0\n", "body.md: line 2: max_attempts must be ≥ 1", id="bound"),
+        pytest.param("assignee: someone\n", "body.md: line 2: unknown agent 'someone' "
+                     "(agents: assistant)", id="agent"),
+        pytest.param("priority: [\n", "body.md: line 3: invalid YAML in front matter", id="yaml"),
+    ],
+)
+def test_task_add_a_bad_field_in_the_file_is_one_line_naming_file_and_line(
+    cli: typer.Typer, hive_dir: Path, front: str, expected: str
+) -> None:
+    body = hive_dir / "body.md"
+    body.write_text(f"---\n{front}---\nDetails.\n")
+    result = run(cli, "task", "add", "T", "--file", str(body), "--hive", str(hive_dir), code=1)
+    assert expected in one_line_error(result)
+    assert list((hive_dir / "tasks").glob("*.md")) == []
+
+
+# -- task ids from titles in any script ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("title", "stem"),
+    [
+        pytest.param("日本語のタスク", "日本語のタスク", id="japanese"),
+        pytest.param("Überprüfung", "überprüfung", id="german"),
+        pytest.param("U\u0308berpru\u0308fung", "überprüfung", id="decomposed"),
+        pytest.param("हिन्दी में काम", "हिन्दी-में-काम", id="devanagari-marks"),
+        pytest.param("Fix the login_bug!", "fix-the-login-bug", id="ascii"),
+        pytest.param("../.hidden/ä", "hidden-ä", id="no-folders-or-dots"),
+        pytest.param("🐝 🐝", "task", id="no-letters"),
+    ],
+)
+def test_task_add_ids_keep_the_letters_of_any_script(
+    cli: typer.Typer, hive_dir: Path, title: str, stem: str
+) -> None:
+    result = run(cli, "task", "add", title, "--json", "--hive", str(hive_dir))
+    assert json.loads(result.output)["id"] == stem
+    assert read_task(hive_dir / "tasks" / f"{stem}.md").title == title
+
+
+def test_task_add_an_id_from_a_long_title_stays_a_short_file_name(
+    cli: typer.Typer, hive_dir: Path
+) -> None:
+    result = run(cli, "task", "add", "語" * 100, "--json", "--hive", str(hive_dir))
+    task_id = json.loads(result.output)["id"]
+    assert task_id == "語" * 60 and len(f"{task_id}.md".encode()) < 255
+
+
+# -- send to everyone in a hive of no agents --------------------------------------------
+
+
+def test_send_to_everyone_with_no_agents_says_there_is_no_one(
+    cli: typer.Typer, hive_dir: Path
+) -> None:
+    (hive_dir / "agents" / "assistant" / "ROM.md").unlink()
+    result = run(cli, "send", "--to", "*", "text", "--hive", str(hive_dir), code=1)
+    assert "has no agents, so --to '*' reaches no one" in one_line_error(result)
+    assert list((hive_dir / "mailboxes").glob("*/new/*.md")) == []
+
+
+# -- status of a killed daemon, of an unreadable status.json -----------------------------
+
+
+def test_status_json_says_a_killed_daemon_is_not_running(cli: typer.Typer, hive_dir: Path) -> None:
+    (hive_dir / "hive.toml").write_text("[daemon]\nsettle_time = 0.0\n")
+    status_file = hive_dir / ".hivemind" / "status.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "hivemind", "run", str(hive_dir), "--quiet"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not status_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        alive = json.loads(run(cli, "status", str(hive_dir), "--json").output)["daemon"]
+        assert (alive["running"], alive["pid"]) == (True, daemon.pid)
+        assert "killed" not in alive
+    finally:
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait()
+
+    text = " ".join(run(cli, "status", str(hive_dir)).output.split())
+    assert f"daemon not running (pid {daemon.pid} is gone; it was killed)" in text
+    gone = json.loads(run(cli, "status", str(hive_dir), "--json").output)["daemon"]
+    assert (gone["running"], gone["killed"], gone["pid"]) == (False, True, daemon.pid)
+    assert json.loads(status_file.read_text())["running"] is True  # the file is left as it was
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        pytest.param("garbage{", "Expecting value", id="not-json"),
+        pytest.param("[1, 2]", "not a JSON object", id="a-list"),
+    ],
+)
+def test_status_says_an_unreadable_status_json_is_unreadable(
+    cli: typer.Typer, hive_dir: Path, content: str, reason: str
+) -> None:
+    status_file = hive_dir / ".hivemind" / "status.json"
+    status_file.parent.mkdir(exist_ok=True)
+    status_file.write_text(content)
+    text = " ".join(run(cli, "status", str(hive_dir)).output.split())
+    assert "daemon state unknown: .hivemind/status.json is not readable (" in text
+    assert reason in text
+    assert "None" not in text and "stopped (?)" not in text
+    data = json.loads(run(cli, "status", str(hive_dir), "--json").output)
+    assert data["daemon"]["error"].startswith(".hivemind/status.json is not readable (")
+
+
+# -- a folder given twice --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["status"], ["init"]], ids=" ".join)
+def test_a_dir_and_a_different_hive_option_are_refused(
+    cli: typer.Typer, hive_dir: Path, tmp_path: Path, command: list[str]
+) -> None:
+    other = tmp_path / "other"
+    run(cli, "init", str(other))
+    result = run(cli, *command, str(hive_dir), "--hive", str(other), code=1)
+    assert "two hive folders given: " in one_line_error(result)
+    assert f"--hive {other}; give one" in result.output
+
+
+def test_a_dir_and_the_same_hive_option_are_one_hive(cli: typer.Typer, hive_dir: Path) -> None:
+    result = run(cli, "status", str(hive_dir), "--hive", f"{hive_dir}/.")
+    assert f"hive {hive_dir}" in result.output

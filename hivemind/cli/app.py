@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -32,6 +33,29 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+
+def _print_version(wanted: bool) -> None:
+    if not wanted:
+        return
+    try:
+        typer.echo(f"hivemind {version('hivemind')}")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        typer.echo("hivemind (version unknown: the package is not installed)")
+    raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    _version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                     callback=_print_version),
+    ] = False,
+) -> None:
+    # No docstring: the app's help above stays the one `hivemind --help` shows.
+    pass
+
+
 # Each module adds its commands to `app` when imported (one module per group).
 from hivemind.cli import hive_cmds, inspect_cmd, memory_cmd, run_cmd  # noqa: E402
 
@@ -43,15 +67,19 @@ memory_cmd.register(app)
 
 def main() -> None:
     """Entry point: user mistakes print one line, never a traceback."""
+    from rich.markup import escape
+
     from hivemind.cli.common import err_console
 
     try:
         app()
     except UserError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
+                          soft_wrap=True)
         raise SystemExit(1) from None
     except HivemindError as exc:
-        err_console.print(f"[bold red]failed:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]failed:[/] {escape(str(exc))}", highlight=False,
+                          soft_wrap=True)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None

@@ -8,6 +8,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from hivemind.hive.layout import Hive
 
@@ -51,6 +52,14 @@ def resolve_hive(*candidates: Path | None, must_exist: bool = True) -> Hive:
     return hive
 
 
+def folder_given(directory: Path | None, option: Path | None) -> Path | None:
+    """The hive folder given as the DIR argument or as --hive; both, naming two, is refused."""
+    if directory is not None and option is not None and directory.resolve() != option.resolve():
+        fail(f"two hive folders given: {shown_path(directory)} and --hive {shown_path(option)}; "
+             "give one")  # fmt: skip
+    return directory if directory is not None else option
+
+
 def shown_path(path: Path) -> str:
     """`path` as a user would type it here: relative to the current folder if inside it."""
     try:
@@ -61,5 +70,6 @@ def shown_path(path: Path) -> str:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print one red line on stderr and exit; never a traceback for a user mistake."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # The message names files and values as typed: shown as is, never read as markup.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)

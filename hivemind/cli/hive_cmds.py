@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,10 +19,13 @@ from hivemind.cli.common import (
     console,
     err_console,
     fail,
+    folder_given,
     resolve_hive,
     shown_path,
 )
-from hivemind.errors import UserError
+from hivemind.errors import FileFormatError, UserError
+from hivemind.hive.document import Document, parse
+from hivemind.hive.frontmatter import task_from_document
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import BROADCAST, PostOffice
 from hivemind.hive.models import Task, TaskPriority
@@ -61,7 +63,7 @@ def init_command(
 
     Existing files are never overwritten; running it again only adds what is missing.
     """
-    target = directory or hive or Path.cwd()
+    target = folder_given(directory, hive) or Path.cwd()
     if target.exists() and not target.is_dir():
         fail(f"{target}: exists and is not a folder")
     try:
@@ -87,6 +89,20 @@ def init_command(
 # -- task add --------------------------------------------------------------------
 
 
+def _task_file(file: Path) -> tuple[Task, Document]:
+    """The task `--file` describes, validated as a task file dropped into tasks/ would be."""
+    try:
+        text = file.read_text("utf-8").removeprefix("\ufeff")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        fail(f"{file}: cannot read the task body: {reason}")
+    try:
+        doc = parse(text, file)
+        return task_from_document(doc), doc
+    except FileFormatError as exc:
+        fail(str(exc))
+
+
 @task_app.command("add")
 def task_add(
     title: Annotated[str, typer.Argument(help="What to do, in a few words (the task's title).")],
@@ -95,8 +111,9 @@ def task_add(
         typer.Option(help="The agent that should do it (default: routed by skills, then load)."),
     ] = None,
     priority: Annotated[
-        str, typer.Option(help="critical, high, medium or low.", show_default=True)
-    ] = "medium",
+        str | None,
+        typer.Option(help="critical, high, medium or low (default: medium).", show_default=False),
+    ] = None,
     project: Annotated[str | None, typer.Option(help="Project the task belongs to.")] = None,
     depends_on: Annotated[
         list[str] | None,
@@ -108,7 +125,11 @@ def task_add(
     ] = None,
     file: Annotated[
         Path | None,
-        typer.Option("--file", help="A Markdown file with the details (the task's body)."),
+        typer.Option(
+            "--file",
+            help="A Markdown file with the details: its body is the task's body, and the "
+            "fields of its front matter count as the task's, where no option here sets them.",
+        ),
     ] = None,
     task_id: Annotated[
         str | None, typer.Option("--id", help="The task id (default: made from the title).")
@@ -120,38 +141,47 @@ def task_add(
     where = resolve_hive(hive)
     if not title.strip():
         fail("the title is empty; say in a few words what to do")
-    try:
-        level = TaskPriority(priority.strip().lower())
-    except ValueError:
-        fail(f"priority must be one of critical, high, medium, low (got {priority!r})")
-    agents = where.agent_names()
-    if assignee is not None and assignee not in agents:
-        fail(f"unknown agent {assignee!r} (agents: {', '.join(agents) or 'none yet'})")
-    body = f"# {title.strip()}\n"
-    if file is not None:
+    fields: dict[str, Any] = {}  # the command's own options: they win over the file's fields
+    if priority is not None:
         try:
-            body = file.read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-            fail(f"{file}: cannot read the task body: {reason}")
-    deps = [d.strip() for item in depends_on or [] for d in item.split(",") if d.strip()]
+            fields["priority"] = TaskPriority(priority.strip().lower())
+        except ValueError:
+            fail(f"priority must be one of critical, high, medium, low (got {priority!r})")
+    agents = where.agent_names()
+    if assignee is not None:
+        if assignee not in agents:
+            fail(f"unknown agent {assignee!r} (agents: {', '.join(agents) or 'none yet'})")
+        fields["assignee"] = assignee
+    if project is not None:
+        fields["project"] = project
+    if depends_on is not None:
+        fields["depends_on"] = [d.strip() for item in depends_on for d in item.split(",")
+                                if d.strip()]  # fmt: skip
+    data: dict[str, Any] = {"body": f"# {title.strip()}\n"}
+    if file is not None:
+        from_file, doc = _task_file(file)
+        # Only what the file sets: its defaults (id = the file's name) are not the task's.
+        data = from_file.model_dump(include={*doc.front, "extra"} - {"body"})
+        data["body"] = doc.body or f"# {title.strip()}\n"
+        named = from_file.assignee
+        if named is not None and "assignee" not in fields and named not in agents:
+            # Refused as `--assignee` is: an agent's name misspelt in the file.
+            problem = f"unknown agent {named!r} (agents: {', '.join(agents) or 'none yet'})"
+            fail(str(FileFormatError(file, problem, doc.line_of(("assignee",)))))
     board = TaskBoard(where)
     try:
-        task = Task(
-            id=task_id or board.new_task_id(title),
-            title=title.strip(),
-            assignee=assignee,
-            priority=level,
-            project=project,
-            depends_on=deps,
-            body=body,
-        )
+        task = Task.model_validate({
+            **data,
+            **fields,
+            "id": task_id or data.get("id") or board.new_task_id(title),
+            "title": title.strip(),
+        })  # fmt: skip
         ref = board.create(task, created_by=HUMAN)
     except UserError as exc:
         fail(str(exc))
     except ValidationError as exc:  # e.g. an --id with a '/'
         fail(first_problem(exc)[1])
-    for dep in deps:
+    for dep in task.depends_on:
         if board.find(dep) is None:  # a typo, or a task still to be added: say so now
             err_console.print(
                 f"[yellow]warning:[/] no task {escape(dep)} on the board yet; {ref.id} "
@@ -182,6 +212,9 @@ def send_command(
     body = sys.stdin.read() if text == "-" else text
     if not body.strip():
         fail("the message is empty")
+    if BROADCAST in to and not where.agent_names():
+        fail(f"{shown_path(where.root)} has no agents, so --to '{BROADCAST}' reaches no one "
+             "(add one: agents/<name>/ROM.md)")  # fmt: skip
     office = PostOffice(where)
     try:
         paths = office.send(HUMAN, to, subject, body)
@@ -203,7 +236,7 @@ def status_command(
     as_json: JsonOption = False,
 ) -> None:
     """Show agents (and ROM errors), tasks per state, unread mail and rejected files."""
-    where = resolve_hive(directory, hive)
+    where = resolve_hive(folder_given(directory, hive))
     status = hive_status(where)
     if as_json:
         typer.echo(status.model_dump_json(indent=2))
@@ -258,29 +291,25 @@ def print_status(status: HiveStatus) -> None:
         console.print("[dim]daemon: no .hivemind/status.json (not running yet?)[/]")
 
 
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _print_daemon(d: dict[str, Any]) -> None:
     """The daemon's last status.json: running or why it stopped, tokens, errors per agent."""
-    running = bool(d.get("running")) and _alive(d.get("pid"))
-    if running:
-        state = f"[green]running[/] (pid {d.get('pid')})"
-    elif d.get("running"):
-        state = f"[yellow]not running[/] (pid {d.get('pid')} is gone; it was killed)"
+    if d.get("error"):  # status.json unreadable: `hive_status` says why
+        console.print(f"[bold]daemon[/] state unknown: {escape(str(d['error']))}",
+                      highlight=False, soft_wrap=True)
+        return
+    pid = escape(str(d.get("pid", "?")))
+    if d.get("running"):  # checked against the process by `hive_status`
+        state = f"[green]running[/] (pid {pid})"
+    elif d.get("killed"):
+        state = f"[yellow]not running[/] (pid {pid} is gone; it was killed)"
     else:
-        state = f"stopped ({escape(str(d.get('stopped_because') or '?'))})"
-    console.print(f"[bold]daemon[/] {state}, provider {escape(str(d.get('provider')))}, "
-                  f"updated {escape(str(d.get('updated_at', ''))[:19])}", highlight=False)
+        state = f"stopped ({escape(str(d.get('stopped_because') or 'reason not recorded'))})"
+    details = [state]
+    if d.get("provider"):
+        details.append(f"provider {escape(str(d['provider']))}")
+    if d.get("updated_at"):
+        details.append(f"updated {escape(str(d['updated_at'])[:19])}")
+    console.print("[bold]daemon[/] " + ", ".join(details), highlight=False)
     agents = d.get("agents") or {}
     if isinstance(agents, dict) and agents:
         table = Table(title="Agents at run time", title_justify="left")

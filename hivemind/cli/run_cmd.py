@@ -16,7 +16,15 @@ from rich.text import Text
 
 from hivemind.agent.audit import parse_record
 from hivemind.agent.cycle import CycleReport
-from hivemind.cli.common import HiveArgument, HiveOption, JsonOption, console, fail, resolve_hive
+from hivemind.cli.common import (
+    HiveArgument,
+    HiveOption,
+    JsonOption,
+    console,
+    fail,
+    folder_given,
+    resolve_hive,
+)
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.status import IdleState, RunTotals
 from hivemind.hive.config import load_hive_config
@@ -56,6 +64,21 @@ def _cycle_line(report: CycleReport) -> None:
     console.print("  ".join(bits), highlight=False)
 
 
+def _agents_to_run(given: str | None, hive: Hive) -> list[str] | None:
+    """The names of `--agents a,b` (None: all); no name, or a name of no agent, is refused."""
+    if given is None:
+        return None
+    names = [a.strip() for a in given.split(",") if a.strip()]
+    known = hive.agent_names()
+    if not names:
+        fail(f"--agents {given!r} names no agent; give names like a,b or leave the option out "
+             f"to run all (agents: {', '.join(known) or 'none'})")  # fmt: skip
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        fail(f"no such agent: {', '.join(unknown)} (agents: {', '.join(known) or 'none'})")
+    return names
+
+
 def register(app: typer.Typer) -> None:
     @app.command("run", short_help="Run the agents (until stopped, or until idle).")
     def run(
@@ -87,7 +110,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--workers", min=1, max=64,
                 help="Spread the agents over N processes, one core each (default: "
-                "\\[daemon] workers of hive.toml, else auto: one process per core, one for "
+                "[daemon] workers of hive.toml, else auto: one process per core, one for "
                 "every 16 agents at most). The cap on model calls is shared among them.",
             ),
         ] = None,
@@ -97,7 +120,8 @@ def register(app: typer.Typer) -> None:
         Without ANTHROPIC_API_KEY the offline provider runs instead of Claude: no model is
         called and every output says so. Stop with Ctrl-C; in-flight cycles finish first.
         """
-        hive = resolve_hive(directory, hive_opt)
+        hive = resolve_hive(folder_given(directory, hive_opt))
+        names = _agents_to_run(agents, hive)
         if scratch:
             hive = scratch_copy(hive)
             console.print(f"running on a scratch copy: {hive.root}", highlight=False)
@@ -111,12 +135,6 @@ def register(app: typer.Typer) -> None:
                 "is marked \\[offline].",
                 highlight=False,
             )
-        names = [a.strip() for a in agents.split(",") if a.strip()] if agents else None
-        if names:
-            unknown = sorted(set(names) - set(hive.agent_names()))
-            if unknown:
-                fail(f"no such agent: {', '.join(unknown)} (agents: "
-                     f"{', '.join(hive.agent_names()) or 'none'})")
         secret = os.environ.get(config.provider.api_key_env, "")
         daemon = Daemon(
             hive, config, provider,
@@ -150,6 +168,9 @@ def register(app: typer.Typer) -> None:
                  f"{', '.join(hive.agent_names()) or 'none'})")
         path = hive.audit_path(agent)
         records, at = _new_records(path, Position())
+        if not records and not as_json:  # JSON lines: no record, no line
+            console.print(Text(f"no audit records for {agent} yet ({hive.relative(path)})"),
+                          style="dim", soft_wrap=True)
         for rec in records[max(0, len(records) - last):]:
             _print_record(rec, as_json)
         if follow:
@@ -162,25 +183,38 @@ def _print_record(rec: dict[str, Any], as_json: bool) -> None:
         console.out(json.dumps(rec, ensure_ascii=False, default=str), highlight=False)
         return
     event = rec.get("event")
-    head = Text.assemble((str(rec.get("at", ""))[:19], "dim"), f" #{rec.get('cycle')} ")
+    cycle = rec.get("cycle")
+    head = Text.assemble((str(rec.get("at") or "")[:19], "dim"),
+                         f" #{cycle} " if cycle is not None else " ")
     if event == "cycle_start":
-        _line(head, f"start  tasks={rec.get('tasks')} mail={rec.get('mail')}")
+        _line(head, "start ", _fields(rec, "tasks", "mail"))
     elif event == "cycle":
         usage = rec.get("usage")
         tokens = sum(int(v or 0) for v in usage.values()) if isinstance(usage, dict) else 0
         _line(head, ("cycle", "bold"),
               f" kept={len(rec.get('kept') or [])} dropped={len(rec.get('dropped') or [])}"
-              f" tokens={tokens}{_cost_field(rec.get('cost'))} {rec.get('duration_ms')} ms")
+              f" tokens={tokens}{_cost_field(rec.get('cost'))}{_ms_field(rec.get('duration_ms'))}")
         for call in rec.get("tool_calls") or []:
             mark = ("✗", "red") if call.get("error") else ("✓", "green")
             given = json.dumps(call.get("input"), ensure_ascii=False, default=str)
-            _line("     ", mark, f" {call.get('name')} {given[:100]}"
-                                 f" → {_one_line(call.get('result'))[:100]}")
+            result = call.get("result")
+            _line("     ", mark, f" {call.get('name') or '?'} {given[:100]}",
+                  f" → {_one_line(result)[:100]}" if result is not None else "")
         if rec.get("error"):
             _line(("     error: " + _one_line(rec["error"]), "red"))
     else:
         rest = {k: v for k, v in rec.items() if k not in ("event", "at", "cycle")}
         _line(head, (str(event), "yellow"), f" {rest}")
+
+
+def _fields(rec: dict[str, Any], *names: str) -> str:
+    """` tasks=['t1'] mail=[]`: the fields the record has (a missing one is left out)."""
+    return "".join(f" {n}={rec[n]}" for n in names if rec.get(n) is not None)
+
+
+def _ms_field(ms: object) -> str:
+    """` 7 ms`; nothing when the record has no duration."""
+    return f" {ms} ms" if isinstance(ms, (int, float)) else ""
 
 
 def _cost_field(cost: object) -> str:

@@ -47,7 +47,11 @@ class HiveStatus(BaseModel):
     tasks: dict[TaskState, int] = Field(default_factory=dict)
     mail: dict[str, int] = Field(default_factory=dict, description="unread per mailbox")
     rejected: list[RejectedFile] = Field(default_factory=list)
-    daemon: Any = Field(default=None, description=".hivemind/status.json, raw")
+    daemon: Any = Field(
+        default=None,
+        description=".hivemind/status.json as the daemon last wrote it, except: `running` is "
+        "false and `killed` true if its process is gone; `{error}` if the file is unreadable",
+    )
 
 
 def _mailboxes(hive: Hive, agents: list[str]) -> dict[str, int]:
@@ -61,13 +65,35 @@ def _mailboxes(hive: Hive, agents: list[str]) -> dict[str, int]:
     return {name: Mailbox(hive, name).count_unread() for name in sorted(names)}
 
 
-def _daemon(hive: Hive) -> Any:
+def pid_alive(pid: object) -> bool:
+    """True if `pid` names a live process (another user's counts)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False  # 0 and -1 would ask about a whole process group, not one process
     try:
-        return json.loads(hive.status_file.read_text("utf-8"))
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _daemon(hive: Hive) -> Any:
+    """status.json, with `running` checked against the process: a killed daemon (SIGKILL,
+    power loss) never wrote its last status, so the file alone still says running."""
+    shown = hive.relative(hive.status_file)
+    try:
+        data = json.loads(hive.status_file.read_text("utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        return {"error": f"{hive.relative(hive.status_file)}: unreadable: {exc}"}
+        reason = exc.strerror if isinstance(exc, OSError) else " ".join(str(exc).split())
+        return {"error": f"{shown} is not readable ({reason})"}
+    if not isinstance(data, dict):
+        return {"error": f"{shown} is not readable (not a JSON object)"}
+    if data.get("running") and not pid_alive(data.get("pid")):
+        data.update(running=False, killed=True)
+    return data
 
 
 def hive_status(hive: Hive) -> HiveStatus:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -76,10 +77,20 @@ def md_files(
         yield path, st
 
 
+def _slug_char(c: str) -> str:
+    # Letters and digits of any script, and the marks that shape them (Devanagari vowel
+    # signs); everything else, `_`, `.` and `/` included, separates words.
+    return c if c.isalnum() or unicodedata.category(c).startswith("M") else "-"
+
+
 def slugify(title: str) -> str:
-    """`Fix the login bug!` -> `fix-the-login-bug` (at most 60 characters)."""
-    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
-    return slug[:60].rstrip("-") or "task"
+    """`Fix the login bug!` -> `fix-the-login-bug`, `Überprüfung` -> `überprüfung`
+    (at most 60 characters and 180 UTF-8 bytes, so the name fits any file system)."""
+    text = unicodedata.normalize("NFC", title).lower()
+    slug = re.sub("-+", "-", "".join(map(_slug_char, text))).strip("-")[:60]
+    while len(slug.encode("utf-8")) > 180:
+        slug = slug[:-1]
+    return slug.rstrip("-") or "task"
 
 
 def append_section(body: str, heading: str, text: str) -> str:
