@@ -70,18 +70,26 @@ def test_import_of_a_missing_file_is_one_line(hive: Hive, tmp_path: Path) -> Non
     assert "missing.jsonl: cannot read" in err and "Traceback" not in out + err
 
 
-def test_search_json_prints_one_object_per_result(imported: Hive) -> None:
+def test_search_json_prints_one_array_of_results(imported: Hive) -> None:
     code, out, _ = run(imported, "search", "what is my greyhound named", "--json", "--k", "2")
     assert code == 0
-    results = [json.loads(line) for line in out.splitlines()]
-    assert results[0]["id"] == "s1-t1"
+    results = json.loads(out)
+    assert len(results) == 2 and results[0]["id"] == "s1-t1"
     assert set(results[0]) >= {"id", "score", "relevance", "recency", "importance", "content"}
+
+
+@pytest.mark.parametrize("store", ["hive", "imported"], ids=["empty-store", "no-match"])
+def test_search_json_without_results_prints_an_empty_array(
+    request: pytest.FixtureRequest, store: str
+) -> None:
+    code, out, _ = run(request.getfixturevalue(store), "search", "zeppelin", "--json")
+    assert code == 0 and json.loads(out) == []
 
 
 def test_search_at_sets_now_for_recency(imported: Hive) -> None:
     code, out, _ = run(imported, "search", "observatory job", "--json", "--at", "2024-02-02")
     assert code == 0
-    [result] = [json.loads(line) for line in out.splitlines()]
+    [result] = json.loads(out)
     assert result["id"] == "s2-t1" and result["recency"] == 1.0
 
 
@@ -144,11 +152,11 @@ def test_add_preference_then_approve(hive: Hive) -> None:
     memory_id = out.split()[1].rstrip(":")
     assert len(list((hive.mailbox_dir(HUMAN) / "new").glob("*.md"))) == 1
     _, found, _ = run(hive, "search", "British English", "--json")
-    assert found.strip() == ""
+    assert json.loads(found) == []
     code, out, _ = run(hive, "approve", memory_id)
     assert code == 0 and "approved" in out
     _, found, _ = run(hive, "search", "British English", "--json")
-    assert json.loads(found.splitlines()[0])["id"] == memory_id
+    assert json.loads(found)[0]["id"] == memory_id
 
 
 def test_add_to_a_project_is_seen_only_with_that_project(hive: Hive) -> None:
@@ -156,7 +164,34 @@ def test_add_to_a_project_is_seen_only_with_that_project(hive: Hive) -> None:
     assert code == 0 and "project apollo" in out
     _, none, _ = run(hive, "search", "ships Thursdays", "--json")
     _, some, _ = run(hive, "search", "ships Thursdays", "--json", "--project", "apollo")
-    assert none.strip() == "" and len(some.splitlines()) == 1
+    assert json.loads(none) == [] and len(json.loads(some)) == 1
+
+
+def test_add_json_prints_the_new_memory(hive: Hive) -> None:
+    code, out, _ = run(hive, "add", "Apollo ships on Thursdays", "--project", "apollo",
+                       "--importance", "0.7", "--json")  # fmt: skip
+    assert code == 0
+    added = json.loads(out)
+    assert added["status"] == "active" and added["tier"] == "project"
+    assert added["project"] == "apollo" and added["importance"] == 0.7
+    _, found, _ = run(hive, "search", "ships Thursdays", "--json", "--project", "apollo")
+    assert json.loads(found)[0]["id"] == added["id"]
+
+
+def test_add_json_of_a_global_preference_says_it_is_proposed(hive: Hive) -> None:
+    code, out, _ = run(hive, "add", "Reply in British English", "--preference", "--json")
+    assert code == 0
+    assert json.loads(out)["status"] == "proposed"
+
+
+def test_approve_json_prints_the_now_active_memory(hive: Hive) -> None:
+    _, out, _ = run(hive, "add", "Reply in British English", "--preference", "--json")
+    memory_id = json.loads(out)["id"]
+    code, out, _ = run(hive, "approve", memory_id, "--json")
+    assert code == 0
+    approved = json.loads(out)
+    assert approved["id"] == memory_id and approved["status"] == "active"
+    assert approved["content"] == "Reply in British English"
 
 
 def test_export_reimports_into_another_hive(imported: Hive, tmp_path: Path) -> None:
@@ -175,6 +210,20 @@ def test_stats_json(imported: Hive) -> None:
     code, out, _ = run(imported, "stats", "--json")
     stats = json.loads(out)
     assert code == 0 and stats["total"] == 3 and stats["by_tier"] == {"global": 3}
+
+
+def test_stats_of_an_empty_store_shows_a_dash_for_no_time(hive: Hive) -> None:
+    code, out, _ = run(hive, "stats")
+    assert code == 0 and "None" not in out
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip()
+            for line in out.splitlines() if line.count("│") == 3}  # fmt: skip
+    assert rows["oldest"] == "-" and rows["newest"] == "-"
+
+
+def test_stats_json_of_an_empty_store_keeps_null_times(hive: Hive) -> None:
+    _, out, _ = run(hive, "stats", "--json")
+    stats = json.loads(out)
+    assert stats["oldest"] is None and stats["newest"] is None
 
 
 @pytest.mark.parametrize("command", ["import", "search", "add", "export", "stats", "approve"])

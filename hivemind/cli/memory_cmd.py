@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,8 +20,8 @@ from hivemind.cli.common import HiveOption, JsonOption, console, err_console, fa
 from hivemind.errors import HivemindError, UserError
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import HUMAN, Hive
-from hivemind.ltm.jsonl import parse_time
-from hivemind.ltm.records import ImportReport, MemoryStatus, ScoredMemory
+from hivemind.ltm.jsonl import ImportSummary, parse_time
+from hivemind.ltm.records import MemoryRecord, MemoryStatus, ScoredMemory
 from hivemind.ltm.store import LongTermMemory
 
 memory_app = typer.Typer(
@@ -49,6 +50,7 @@ EmbeddingsOption = Annotated[
     ),
 ]
 _SHOWN_ERRORS = 20
+_LINE_PROBLEM = re.compile(r"line (\d+): (.*)", re.DOTALL)
 
 
 @contextmanager
@@ -65,9 +67,9 @@ def _store(hive: Path | None, embeddings: bool = False) -> Iterator[tuple[Hive, 
         with LongTermMemory(where, config.memory, config.agents.retrieval, embedder) as ltm:
             yield where, ltm
     except UserError as exc:
-        fail(escape(str(exc)))
+        fail(str(exc))
     except HivemindError as exc:
-        fail(escape(str(exc)), code=2)
+        fail(str(exc), code=2)
 
 
 def _time(value: str | None, what: str) -> datetime | None:
@@ -76,7 +78,7 @@ def _time(value: str | None, what: str) -> datetime | None:
     try:
         return parse_time(value)
     except ValueError as exc:
-        fail(escape(f"{what}: {exc}"))
+        fail(f"{what}: {exc}")
 
 
 def _result_json(m: ScoredMemory, with_content: bool = True) -> dict[str, Any]:
@@ -84,6 +86,15 @@ def _result_json(m: ScoredMemory, with_content: bool = True) -> dict[str, Any]:
     if with_content:
         out["content"] = m.content
     return out
+
+
+def _record_json(record: MemoryRecord) -> dict[str, Any]:
+    """What `add` and `approve` tell a script about the memory they wrote."""
+    return {
+        "id": record.id, "status": record.status.value, "tier": record.tier.value,
+        "project": record.project, "importance": record.importance,
+        "preference": record.preference, "content": record.content,
+    }  # fmt: skip
 
 
 @memory_app.command("import")
@@ -96,38 +107,65 @@ def import_cmd(
         str | None, typer.Option("--agent", help="Record this agent as the author.")
     ] = None,
     embeddings: EmbeddingsOption = False,
+    as_json: JsonOption = False,
     hive: HiveOption = None,
 ) -> None:
     """Import memories from a JSONL file, one JSON object per line.
 
     Fields: "content" (required); optional "id" (kept, so searches return it), "timestamp" (ISO 8601), "importance" (0-1), "domain", "task_type", "tags".
 
-    Bad lines are reported by line number and skipped; the rest is imported.
+    Bad lines are reported by line number and skipped; the rest is imported. An id may appear once per file (a repeat is a bad line); a line whose id is already in the store updates that memory.
     """  # noqa: E501
     with _store(hive, embeddings) as (_, ltm), _lines(file) as (lines, total):
         report = _import_with_progress(ltm, lines, total, project=project, agent=agent)
-    for problem in report.errors[:_SHOWN_ERRORS]:
-        err_console.print(f"[yellow]skipped[/] {escape(problem)}", highlight=False, soft_wrap=True)
-    if len(report.errors) > _SHOWN_ERRORS:
-        err_console.print(f"[yellow]… and {len(report.errors) - _SHOWN_ERRORS} more bad lines[/]")
-    for warning in report.warnings:
-        err_console.print(f"[yellow]note:[/] {escape(warning)}", highlight=False)
+    if as_json:
+        print(json.dumps(_import_json(file, report), ensure_ascii=False))
+    else:
+        _print_problems(report)
     if report.imported == 0 and report.errors:
-        fail(escape(f"{file}: no line could be imported ({len(report.errors)} bad lines)"))
+        fail(f"{file}: no line could be imported ({len(report.errors)} bad lines)")
+    if as_json:
+        return
     rate = f"{report.lines_per_second:,.0f} lines/s" if report.seconds > 0 else "instant"
+    split = f" ({report.new} new, {report.updated} updated)" if report.updated else ""
     skipped = f", {len(report.errors)} bad lines skipped" if report.errors else ""
     evicted = f", {report.evicted} low-importance memories evicted" if report.evicted else ""
     console.print(
-        f"imported {report.imported} memories from {file}{skipped}{evicted} "
+        f"imported {report.imported} memories{split} from {escape(str(file))}{skipped}{evicted} "
         f"in {report.seconds:.2f} s ({rate})",
         highlight=False,
         soft_wrap=True,
     )
 
 
+def _print_problems(report: ImportSummary) -> None:
+    for problem in report.errors[:_SHOWN_ERRORS]:
+        err_console.print(f"[yellow]skipped[/] {escape(problem)}", highlight=False, soft_wrap=True)
+    if len(report.errors) > _SHOWN_ERRORS:
+        err_console.print(f"[yellow]… and {len(report.errors) - _SHOWN_ERRORS} more bad lines[/]")
+    for warning in report.warnings:
+        err_console.print(f"[yellow]note:[/] {escape(warning)}", highlight=False)
+
+
+def _import_json(file: Path, report: ImportSummary) -> dict[str, Any]:
+    """The report for scripts: counts, and every skipped line with its reason."""
+    skipped: list[dict[str, Any]] = []
+    for problem in report.errors:  # each `line N: problem` (ImportReport.errors)
+        match = _LINE_PROBLEM.fullmatch(problem)
+        if match:
+            skipped.append({"line": int(match[1]), "reason": match[2]})
+        else:
+            skipped.append({"line": None, "reason": problem})
+    return {
+        "file": str(file), "imported": report.imported, "new": report.new,
+        "updated": report.updated, "evicted": report.evicted, "skipped": skipped,
+        "warnings": report.warnings, "seconds": round(report.seconds, 3),
+    }  # fmt: skip
+
+
 def _import_with_progress(
     ltm: LongTermMemory, lines: Iterator[str], total: int, *, project: str | None, agent: str | None
-) -> ImportReport:
+) -> ImportSummary:
     """Import with a progress bar on stderr for large files (10 000 lines and more)."""
     with Progress(
         TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
@@ -150,7 +188,7 @@ def _lines(file: Path) -> Iterator[tuple[Iterator[str], int]]:
             total = sum(1 for _ in f)
         handle: TextIO = file.open(encoding="utf-8", errors="replace")
     except OSError as exc:
-        fail(escape(f"{file}: cannot read: {exc.strerror or exc}"))
+        fail(f"{file}: cannot read: {exc.strerror or exc}")
     with handle:
         yield iter(handle), total
 
@@ -189,8 +227,8 @@ def search_cmd(
 ) -> None:
     """Search long-term memory as an agent would (relevance, recency, importance).
 
-    Searching is read-only: it does not count as an access.
-    """
+    Searching is read-only: it does not count as an access. With --json: one JSON array of results, best first ([] if none).
+    """  # noqa: E501
     if (query is None) == (queries is None):
         fail("give either a QUERY or --queries FILE")
     now = _time(at, "--at")
@@ -203,8 +241,7 @@ def search_cmd(
             query, agent=HUMAN, project=project, task_id=task, k=k, at=now, record_access=False
         )
         if as_json:
-            for m in found:
-                print(json.dumps(_result_json(m), ensure_ascii=False))
+            print(json.dumps([_result_json(m) for m in found], ensure_ascii=False))
             return
         if not found:
             hint = "" if project else " (project memories need --project)"
@@ -232,7 +269,7 @@ def _batch_search(
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        fail(escape(f"{path}: cannot read: {exc.strerror or exc}"))
+        fail(f"{path}: cannot read: {exc.strerror or exc}")
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
@@ -294,16 +331,13 @@ def add_cmd(
     ] = False,
     agent: Annotated[str, typer.Option("--agent", help="Who remembers it.")] = HUMAN,
     embeddings: EmbeddingsOption = False,
+    as_json: JsonOption = False,
     hive: HiveOption = None,
 ) -> None:
     """Add one memory."""
     chosen = scope or ("project" if project else "global")
     if chosen not in ("project", "global"):
-        fail(
-            escape(
-                f"--scope must be project or global (got {chosen!r}); task memories belong to tasks"
-            )
-        )
+        fail(f"--scope must be project or global (got {chosen!r}); task memories belong to tasks")
     with _store(hive, embeddings) as (_, ltm):
         try:
             record = ltm.remember(
@@ -311,7 +345,10 @@ def add_cmd(
                 project=project, importance=importance, preference=preference,
             )  # fmt: skip
         except UserError as exc:
-            fail(escape(str(exc)))
+            fail(str(exc))
+    if as_json:
+        print(json.dumps(_record_json(record), ensure_ascii=False))
+        return
     if record.status is MemoryStatus.PROPOSED:
         console.print(
             f"proposed {record.id}: a global preference waits for a person's approval "
@@ -355,14 +392,15 @@ def stats_cmd(as_json: JsonOption = False, hive: HiveOption = None) -> None:
         for name, count in sorted(stats[group].items()):
             table.add_row(f"{group.removeprefix('by_')} {name}", str(count))
     table.add_row("with embeddings", str(stats["embedded"]))
-    table.add_row("oldest", str(stats["oldest"]))
-    table.add_row("newest", str(stats["newest"]))
+    table.add_row("oldest", stats["oldest"] or "-")
+    table.add_row("newest", stats["newest"] or "-")
     console.print(table)
 
 
 @memory_app.command("approve", short_help="Approve a proposed preference for every agent.")
 def approve_cmd(
     memory_id: Annotated[str, typer.Argument(metavar="ID", help="The proposed memory's id.")],
+    as_json: JsonOption = False,
     hive: HiveOption = None,
 ) -> None:
     """Approve a proposed global preference: from now on every agent can recall it."""
@@ -370,7 +408,10 @@ def approve_cmd(
         try:
             record = ltm.approve(memory_id)
         except UserError as exc:
-            fail(escape(str(exc)))
+            fail(str(exc))
+    if as_json:
+        print(json.dumps(_record_json(record), ensure_ascii=False))
+        return
     console.print(
         f"approved {escape(record.id)}: {escape(record.content)}", highlight=False, soft_wrap=True
     )

@@ -4,6 +4,9 @@ One JSON object per line. `content` is required; `id`, `timestamp` (ISO 8601),
 `importance` (0–1), `domain`, `task_type` and `tags` are optional. An export
 line also carries kind, tier, project, agent, task_id, status, preference,
 source_ids, last_accessed, access_count and goal_values, so it re-imports as is.
+
+An id may appear once per file (a repeat is a bad line); a line whose id is
+already in the store updates that memory.
 """
 
 from __future__ import annotations
@@ -187,6 +190,17 @@ def to_record(line: ImportLine, project: str | None, agent: str | None) -> Memor
     )  # fmt: skip
 
 
+class ImportSummary(ImportReport):
+    """An import's report with how many of the imported lines updated a memory already
+    in the store (`imported` counts both)."""
+
+    updated: int = 0
+
+    @property
+    def new(self) -> int:
+        return self.imported - self.updated
+
+
 def read_batches(
     lines: Iterable[str],
     project: str | None,
@@ -195,8 +209,9 @@ def read_batches(
     size: int,
 ) -> Iterator[tuple[list[MemoryRecord], int]]:
     """Records of the good lines in batches of `size`, with the lines read for each batch;
-    bad lines and ignored fields go into `report`."""
+    bad lines (a repeated id among them) and ignored fields go into `report`."""
     unknown: set[str] = set()
+    first_line: dict[str, int] = {}  # id given in the file -> the line that had it first
     batch: list[MemoryRecord] = []
     number = last = 0
     for number, line, problem in parse_lines(lines):
@@ -204,10 +219,19 @@ def read_batches(
             report.errors.append(problem or f"line {number}: unreadable")
             continue
         unknown.update(line.model_extra or {})
+        if line.id is not None and line.id in first_line:
+            # Which of two lines was meant is a guess: keep the first, name both.
+            report.errors.append(
+                f"line {number}: id {line.id} already appears on line {first_line[line.id]}"
+            )
+            continue
         try:
             batch.append(to_record(line, project, agent))
         except ValidationError as exc:
             report.errors.append(f"line {number}: {describe(exc)}")
+            continue
+        if line.id is not None:
+            first_line[line.id] = number
         if len(batch) >= size:
             yield batch, number - last
             batch, last = [], number

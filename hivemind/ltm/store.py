@@ -27,10 +27,9 @@ from hivemind.ltm.importance import (
     rate_batched,
     scale_points,
 )
-from hivemind.ltm.jsonl import export_line, read_batches
+from hivemind.ltm.jsonl import ImportSummary, export_line, read_batches
 from hivemind.ltm.learning import TDParams, ValueLearner, trace_key
 from hivemind.ltm.records import (
-    ImportReport,
     MemoryKind,
     MemoryRecord,
     MemoryStatus,
@@ -56,6 +55,7 @@ from hivemind.memory.keys import generate_memory_key
 Scope = Literal["task", "project", "global"]
 TIER_SHARES: dict[Tier, float] = {Tier.TASK: 0.4, Tier.PROJECT: 0.4, Tier.GLOBAL: 0.2}
 IMPORT_BATCH = 5_000
+_ID_CHUNK = 500  # ids per count query, well under SQLite's variable limit
 
 
 def scope_filter(project: str | None, task_id: str | None) -> Filters:
@@ -364,12 +364,18 @@ class LongTermMemory:
         project: str | None = None,
         agent: str | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> ImportReport:
-        """Import JSONL lines (see `hivemind.ltm.jsonl`); bad lines are reported and skipped."""
-        report = ImportReport()
+    ) -> ImportSummary:
+        """Import JSONL lines (see `hivemind.ltm.jsonl`); bad lines are reported and skipped,
+        a line whose id is already stored replaces that memory (counted as `updated`)."""
+        report = ImportSummary()
         started = time.perf_counter()
         for batch, consumed in read_batches(lines, project, agent, report, IMPORT_BATCH):
-            report.imported += self.backend.add_many(self._embedded(batch))
+            records = self._embedded(batch)
+            if records:
+                # One transaction: the ids counted as stored are the rows then replaced.
+                with self.backend.transaction():
+                    report.updated += self._stored_count([r.id for r in records])
+                    report.imported += self.backend.add_many(records)
             if progress is not None:
                 progress(consumed)
         report.evicted = len(retention.evict_over_capacity(self.backend, self.settings.max_items))
@@ -400,6 +406,13 @@ class LongTermMemory:
             self.backend.touch(ids, at)
         if task_id and ids:
             self.learner.record_access(task_id, ids)
+
+    def _stored_count(self, ids: Sequence[str]) -> int:
+        """How many of these ids the store holds already."""
+        return sum(
+            self.backend.count({"id": list(ids[i : i + _ID_CHUNK])})
+            for i in range(0, len(ids), _ID_CHUNK)
+        )
 
     def _task_memories(self, task_id: str) -> list[MemoryRecord]:
         """The task's task-tier memories (no query when the backend counts none)."""
