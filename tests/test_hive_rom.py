@@ -53,14 +53,21 @@ def test_invalid_edit_keeps_the_last_good_config_and_records_the_error(hive: Hiv
     assert roms.error("ann") is None
 
 
+def daemons_registry(hive: Hive) -> RomRegistry:
+    """A registry as the daemon has it: it keeps the last good ROMs on disk."""
+    roms = RomRegistry(hive, AgentSettings())
+    roms.saves_last_good = True
+    return roms
+
+
 def test_the_last_good_config_outlives_the_registry_that_read_it(hive: Hive) -> None:
     """A restart (a new registry: another run, or a command) finds the agent's last good
     ROM too: an invalid edit made while it was stopped does not stop the agent."""
     write_rom(hive, "ann", GOOD)
-    good = RomRegistry(hive, AgentSettings()).load("ann")
+    good = daemons_registry(hive).load("ann")
     write_rom(hive, "ann", BAD)
 
-    later = RomRegistry(hive, AgentSettings())
+    later = RomRegistry(hive, AgentSettings())  # a command's: it only looks
 
     assert later.load("ann") == good
     assert later.text("ann") == GOOD
@@ -68,9 +75,15 @@ def test_the_last_good_config_outlives_the_registry_that_read_it(hive: Hive) -> 
         "agents/ann/ROM.md: line 4: max_context_tokens must be ≥ 1000 (got 500)"
     )
     write_rom(hive, "ann", GOOD.replace("Writer", "Editor"))  # fixed: the new one counts
-    assert RomRegistry(hive, AgentSettings()).load("ann").role == "Editor"
+    assert daemons_registry(hive).load("ann").role == "Editor"
     write_rom(hive, "ann", BAD)
     assert RomRegistry(hive, AgentSettings()).load("ann").role == "Editor"
+
+
+def test_a_registry_that_only_looks_saves_nothing(hive: Hive) -> None:
+    write_rom(hive, "ann", GOOD)
+    RomRegistry(hive, AgentSettings()).load("ann")
+    assert not hive.last_good_rom_path("ann").parent.exists()
 
 
 def test_a_saved_copy_that_is_not_valid_either_is_no_config(hive: Hive) -> None:

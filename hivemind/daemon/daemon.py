@@ -95,6 +95,7 @@ class Daemon:
         self.config = config
         self.options = options or RunOptions()
         self.services = HiveServices.open(hive, provider, config, secrets=secrets)
+        self.services.roms.saves_last_good = True  # an invalid edit then outlives a restart
         self.services.task_changed = self.request_dispatch
         self.services.mail_sent = self.wake_agents
         self.services.figures = self._figures

@@ -288,6 +288,7 @@ class _WorkerHost:
         config = spec.config.model_copy(deep=True)
         config.daemon.max_concurrent_calls = spec.model_calls
         services = HiveServices.open(hive, self._provider(), config, secrets=spec.secrets)
+        services.roms.saves_last_good = True
         services.task_changed = lambda: self._send(("dispatch",))
         services.board.on_load_change = lambda agent, delta: self._send(("load", agent, delta))
         services.mail_sent = lambda names: self._send(("mail", list(names)))

@@ -1,9 +1,9 @@
 """Agents' ROM.md files with last-good semantics: an invalid edit never stops an agent.
 
 Each ROM is re-read only when its file changed (inode, size, mtime); a bad edit
-keeps the previous valid config and records the error for `hivemind status`. The last
-valid text is kept in `.hivemind/roms/`, so a restart (or another command) finds it
-too.
+keeps the previous valid config and records the error for `hivemind status`. The
+daemon keeps the last valid text in `.hivemind/roms/`, so a restart (or another
+command) finds it too.
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ class RomRegistry:
         self.hive = hive
         self.defaults = defaults
         self.settle_time = settle_time
+        self.saves_last_good = False
+        """Keep each valid ROM read in .hivemind/roms/ (the daemon does; a command that
+        only looks, such as `status` or `inspect`, changes nothing on disk)."""
         self._entries: dict[str, _Entry] = {}
 
     def load(self, name: str) -> AgentConfig:
@@ -72,7 +75,8 @@ class RomRegistry:
                     entry.sig = None  # it changed while we read it: look again next time
                     return entry.good
                 entry.good, entry.text, entry.error = config, text, None
-                self._keep(name, text)
+                if self.saves_last_good:
+                    self._keep(name, text)
             except FileFormatError as exc:
                 error = f"{self.hive.relative(path)}: {exc.reason}"
                 if entry.good is None:
