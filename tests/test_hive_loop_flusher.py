@@ -228,3 +228,18 @@ async def test_with_other_work_in_flight_even_a_quick_flush_goes_to_a_thread(
             await flusher.flush([second])
             assert flusher.in_thread == 1
     assert flusher.users == 0
+
+
+async def test_a_flush_asked_for_once_the_executor_is_shut_down_is_made_on_the_loop(
+    tmp_path: Path,
+) -> None:
+    """A stop with no grace period: the loop's default executor is shut down while a
+    cycle still flushes. The trip is made on the loop (it raised "Executor shutdown has
+    been called" in a loop callback, and the flush never answered)."""
+    loop = asyncio.get_running_loop()
+    await loop.shutdown_default_executor()
+    flusher = LoopFlusher(loop)
+    first, second = files(tmp_path, 2)
+    with flusher.using(), flusher.using():  # two cycles in flight: a thread would be asked
+        await asyncio.wait_for(flusher.flush([first, second]), 5)
+    assert flusher.trips == 1 and flusher.in_thread == 0

@@ -409,16 +409,24 @@ class LoopFlusher:
         self.requests += len(batch)
         requests = [paths for paths, _ in batch]
         if self.recent <= INLINE_FLUSH_MAX and self.users <= 1:
-            done: asyncio.Future[list[OSError | None]] = self._loop.create_future()
-            try:
-                done.set_result(self._timed(requests))
-            except Exception as exc:  # failed as a trip in a thread fails
-                done.set_exception(exc)
-            self._finish(batch, done)
+            self._flush_here(batch, requests)
+            return
+        try:
+            work = self._loop.run_in_executor(None, self._timed, requests)
+        except RuntimeError:  # the loop's executor is shut down (a stop): flush here
+            self._flush_here(batch, requests)
             return
         self.in_thread += 1
-        work = self._loop.run_in_executor(None, self._timed, requests)
         work.add_done_callback(lambda done: self._finish(batch, done))
+
+    def _flush_here(self, batch: list[_Request], requests: list[Sequence[Path]]) -> None:
+        """Make the trip on the loop itself, then answer the batch."""
+        done: asyncio.Future[list[OSError | None]] = self._loop.create_future()
+        try:
+            done.set_result(self._timed(requests))
+        except Exception as exc:  # failed as a trip in a thread fails
+            done.set_exception(exc)
+        self._finish(batch, done)
 
     def _timed(self, requests: list[Sequence[Path]]) -> list[OSError | None]:
         """`flush_many`, its time noted in `recent` (a float store: safe from a thread)."""
