@@ -80,8 +80,10 @@ def read_text(path: Path) -> str:
         data = f.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise FileFormatError(path, _too_big(len(data)))
-    if not data.strip():
+    if not data:
         raise FileFormatError(path, "file is empty")
+    if not data.strip():
+        raise FileFormatError(path, "file has no text (only spaces and blank lines)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -10,7 +10,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hivemind.memory.blocks import Priority
 
@@ -96,15 +96,6 @@ class AgentSettings(BaseModel):
     @classmethod
     def _stripped(cls, value: Any) -> Any:
         return value.strip() if isinstance(value, str) else value
-
-    @model_validator(mode="after")
-    def _room_to_think(self) -> AgentSettings:
-        if self.max_output_tokens >= self.max_context_tokens:
-            raise ValueError(
-                f"max_output_tokens ({self.max_output_tokens}) must be less than "
-                f"max_context_tokens ({self.max_context_tokens}): the reply is part of it"
-            )
-        return self
 
 
 class AgentConfig(AgentSettings):
