@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,6 +28,7 @@ from hivemind.errors import FileFormatError, UserError
 from hivemind.hive.document import Document, parse
 from hivemind.hive.frontmatter import task_from_document
 from hivemind.hive.layout import HUMAN
+from hivemind.hive.listing import STATES, list_tasks
 from hivemind.hive.mailbox import BROADCAST, PostOffice
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.problems import first_problem
@@ -191,6 +193,60 @@ def task_add(
         typer.echo(json.dumps({"id": ref.id, "path": str(ref.path)}))
     else:
         typer.echo(shown_path(ref.path))
+
+
+@task_app.command("list", short_help="List the tasks on the board, newest first in each state.")
+def task_list(
+    states: Annotated[
+        list[str] | None,
+        typer.Option("--state", metavar="STATE",
+                     help=f"Only tasks in this state: {', '.join(STATES)} (repeatable; default: "
+                     "pending and active)."),
+    ] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Tasks in every state.")] = False,
+    limit: Annotated[
+        int, typer.Option(min=0, metavar="N", help="At most this many rows (0: no limit).")
+    ] = 50,
+    as_json: JsonOption = False,
+    hive: HiveOption = None,
+) -> None:
+    """List the tasks on the board: id, title, who has it, newest first in each state.
+
+    Read only: nothing is moved (a file in tasks/ that cannot be read is shown with its
+    problem; the daemon rejects it). Rejected files are shown with their reason.
+    """
+    where = resolve_hive(hive)
+    wanted = list(STATES) if show_all else [s.strip().lower() for s in states or []]
+    unknown = [s for s in wanted if s not in STATES]
+    if unknown:
+        fail(f"no state {', '.join(map(repr, unknown))}; the states are {', '.join(STATES)}")
+    rows = list_tasks(where, wanted or ["pending", "active"])
+    shown = rows[:limit] if limit else rows
+    if as_json:
+        typer.echo(json.dumps([r.model_dump(mode="json") for r in shown], ensure_ascii=False))
+        return
+    if not rows:
+        console.print(f"[dim]no {' or '.join(wanted or ['pending', 'active'])} tasks[/]")
+        return
+    table = Table(title_justify="left")
+    table.add_column("state", no_wrap=True)
+    table.add_column("id", no_wrap=True, max_width=22)
+    table.add_column("title", ratio=1)
+    table.add_column("agent", no_wrap=True, max_width=16)
+    table.add_column("changed", no_wrap=True)
+    today = datetime.now().astimezone().date()
+    for r in shown:
+        who = r.agent or (f"→ {r.assignee}" if r.assignee else "")
+        title = escape(r.title) + (f" [bold]({r.priority})[/]"
+                                   if r.priority not in ("", "medium") else "")
+        when = r.changed_at.astimezone()
+        changed = when.strftime("%H:%M" if when.date() == today else "%Y-%m-%d")
+        table.add_row(r.state, escape(r.id),
+                      f"[red]{escape(r.problem)}[/]" if r.problem else title,
+                      escape(who), changed)  # fmt: skip
+    console.print(table)
+    if len(rows) > len(shown):
+        console.print(f"[dim]… and {len(rows) - len(shown)} more (--limit 0 shows all)[/]")
 
 
 # -- send ------------------------------------------------------------------------
