@@ -428,6 +428,41 @@ def test_an_edit_of_hive_toml_while_running_is_reported(
     assert "the new one is not valid" in changed[1] and "invalid TOML" in changed[1]
 
 
+class BuggyFor(CountingProvider):
+    """The offline provider, except that `agent`'s calls hit a bug (not a model error)."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__()
+        self.agent = agent
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.agent == self.agent:
+            raise RuntimeError("a bug in the runtime (test)")
+        return await super().complete(request)
+
+
+def test_a_bug_in_one_agents_cycle_does_not_stop_the_others(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The whole daemon stopped with a traceback; now that cycle fails visibly (in the
+    log with its traceback, in the audit log), is retried after a back-off, and the
+    other agents carry on."""
+    write_agent(hive, "buggy")
+    write_agent(hive, "fine")
+    write_task(hive, "for-buggy", front="assignee: buggy\n")
+    write_task(hive, "for-fine", front="assignee: fine\n")
+
+    daemon = run_until_idle(hive, BuggyFor("buggy"), backoff=0.05)
+
+    assert (hive.done_dir / "for-fine.md").is_file()
+    assert (hive.active_dir_for("buggy") / "for-buggy.md").is_file()  # kept, not lost
+    assert daemon.runners["buggy"].agent.last_error == "RuntimeError: a bug in the runtime (test)"
+    errors = [r for r in audit_records(hive, "buggy") if r["event"] == "error"]
+    assert errors and errors[0]["error"] == "RuntimeError: a bug in the runtime (test)"
+    assert "buggy: a cycle failed on a bug in hivemind" in caplog.text
+    assert "Traceback" in caplog.text
+
+
 def test_status_command_shows_the_run_tokens_and_errors(hive: Hive) -> None:
     from typer.testing import CliRunner
 

@@ -341,6 +341,11 @@ class Daemon:
                 report = await self._cycle(runner)
             except OSError as exc:
                 report = self._broken_cycle(runner, exc)
+            except Exception as exc:  # a bug of ours: this agent's cycle fails, not the hive
+                logger.exception("%s: a cycle failed on a bug in hivemind; it is retried "
+                                 "after a back-off and the other agents go on (please "
+                                 "report it)", runner.agent.name)
+                report = self._broken_cycle(runner, exc)
             finally:
                 runner.busy = False
                 self._in_flight -= 1
@@ -384,9 +389,10 @@ class Daemon:
             )
             self.request_dispatch()
 
-    def _broken_cycle(self, runner: AgentRunner, exc: OSError) -> CycleReport:
-        """The filesystem failed under a cycle (a folder replaced by a file, a full disk):
-        the cycle fails visibly and is retried after its back-off; the daemon stays up."""
+    def _broken_cycle(self, runner: AgentRunner, exc: Exception) -> CycleReport:
+        """The filesystem failed under a cycle (a folder replaced by a file, a full disk),
+        or a bug did: the cycle fails visibly and is retried after its back-off; the
+        daemon stays up."""
         agent = runner.agent
         agent.last_error = f"{type(exc).__name__}: {exc}"
         with contextlib.suppress(OSError):
