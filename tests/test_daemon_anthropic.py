@@ -78,6 +78,33 @@ def test_tool_use_is_executed_and_its_result_sent_back(hive: Hive) -> None:
     assert results["content"][0]["tool_use_id"] == assistant["content"][-1]["id"]
 
 
+def test_a_lone_surrogate_in_a_tool_call_is_replaced_not_fatal(hive: Hive) -> None:
+    """A reply's JSON may escape half a character (`\\ud800`): such text cannot be
+    written anywhere, and it stopped the whole daemon. It becomes U+FFFD before the
+    tools see it."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+
+    def model(body: Any) -> Reply:
+        if not scripted_model.is_first_round(body):
+            return scripted_model.text_reply("done")
+        return Reply(body=message_body([
+            scripted_model.tool_use(1, "write_file", path="workspace/caf\ud800.md",
+                                    content="caf\ud800 ok"),
+            scripted_model.tool_use(2, "complete_task", task_id="t1", result="half \udc80"),
+        ], stop_reason="tool_use"))
+
+    with FakeAnthropic() as api:
+        api.responder = model
+        daemon = run_until_idle(hive, provider(api))
+
+    assert daemon.exit_reason == "idle"
+    assert (hive.workspace_dir / "caf\ufffd.md").read_text() == "caf\ufffd ok"
+    assert "half \ufffd" in (hive.done_dir / "t1.md").read_text()
+    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert [c["error"] for c in cycle["tool_calls"]] == [False, False]
+
+
 def test_429_and_529_are_retried(hive: Hive) -> None:
     write_agent(hive, "worker")
     write_task(hive, "t1")

@@ -39,6 +39,7 @@ from hivemind.llm.base import (
     ToolSpec,
     Turn,
     Usage,
+    with_valid_text,
 )
 from hivemind.llm.pricing import estimate_cost
 from hivemind.ltm.records import recall_audit
@@ -527,7 +528,7 @@ class Agent:
                 report.model_ms += (time.perf_counter() - t0) * 1000
         report.usage = report.usage + response.usage
         self.budget.record(response.usage.total_input + response.usage.output_tokens, task_ids)
-        return response
+        return with_valid_text(response)
 
     async def _run_calls(
         self, ctx: ToolContext, response: ModelResponse, cfg: AgentConfig,

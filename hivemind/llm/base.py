@@ -7,6 +7,7 @@ prompt-cache mark.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -118,6 +119,33 @@ class ModelResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     model: str
     provider: str
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(value: Any) -> Any:
+    """`value` with each lone UTF-16 surrogate in its strings (a JSON `\\ud800` escape
+    decodes to one) replaced: such text cannot be written to a file, a log or a
+    request, so a reply that has some must not reach the tools."""
+    if isinstance(value, str):
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {valid_text(k): valid_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_text(v) for v in value]
+    return value
+
+
+def with_valid_text(response: ModelResponse) -> ModelResponse:
+    """`response`, its text and tool inputs passed through `valid_text` (the same object
+    when they need nothing: almost always)."""
+    text, calls = valid_text(response.text), response.tool_calls
+    fixed = [c if (i := valid_text(c.input)) == c.input else c.model_copy(update={"input": i})
+             for c in calls]
+    if text == response.text and all(a is b for a, b in zip(fixed, calls, strict=True)):
+        return response
+    return response.model_copy(update={"text": text, "tool_calls": fixed})
 
 
 @runtime_checkable
