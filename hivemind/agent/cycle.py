@@ -579,12 +579,18 @@ class Agent:
         concerned = concerned_tasks(call.input, list(ctx.active_tasks))
         canonical = canonical_call(call)
         limit = self.s.config.daemon.loop_breaker
+        over = True
         for key in concerned or [NO_TASK]:
             counts = self.loops.setdefault(key, Counter())
             counts[canonical] += 1
             if counts[canonical] >= limit:
                 self._repeated.setdefault(key, canonical)  # `_break_loops` acts on it
-        result = await self.s.tools.execute(ctx, call)
+            over = over and counts[canonical] > limit
+        if over:  # past the limit in this round already: its effects are not repeated
+            result = ToolResult(tool_use_id=call.id, is_error=True,
+                                content=f"not run: the same call was made {limit} times")
+        else:
+            result = await self.s.tools.execute(ctx, call)
         # Recorded as the call ends: a task finished later in the round consolidates the
         # steps that led to it (its own: see `concerned_tasks`).
         self.working.add(
