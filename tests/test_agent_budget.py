@@ -82,18 +82,30 @@ def text_reply(text: str) -> Reply:
     return Reply(body=message_body([{"type": "text", "text": text}], usage=PER_CALL))
 
 
-def plodder(notes_to_self: bool) -> Callable[[Any], Reply]:
+PROGRESS = "workspace/progress.md"
+WATCHES_ITS_NOTES = f"watch: [{PROGRESS}]\n"
+"""A ROM line: the agent wakes when its own progress note changes (it may not mail
+itself: that would wake it for ever)."""
+
+
+def plodder(wakes_itself: bool) -> Callable[[Any], Reply]:
     """A model that works on its task without ever finishing it: each cycle it writes a
-    progress note (to itself, which wakes it again, or to human), then ends its turn.
-    Every call costs PER_CALL tokens."""
+    progress note (to a file its ROM watches, which wakes it again, or to human), then
+    ends its turn. Every call costs PER_CALL tokens."""
+    notes = iter(range(1, 1_000))
 
     def reply(body: Any) -> Reply:
         tasks = active_tasks(body)
         if not is_first_round(body) or not tasks:
             return text_reply("nothing more for now")
-        call = {"type": "tool_use", "id": "toolu_1", "name": "send_message",
-                "input": {"to": "worker" if notes_to_self else HUMAN, "subject": "progress",
-                          "body": f"still working on {tasks[0]}", "task": tasks[0]}}
+        note = f"still working on {tasks[0]}"
+        if wakes_itself:
+            call = {"type": "tool_use", "id": "toolu_1", "name": "write_file",
+                    "input": {"path": PROGRESS, "content": f"{next(notes)}: {note}\n"}}
+        else:
+            call = {"type": "tool_use", "id": "toolu_1", "name": "send_message",
+                    "input": {"to": HUMAN, "subject": "progress", "body": note,
+                              "task": tasks[0]}}
         return Reply(body=message_body([call], stop_reason="tool_use", usage=PER_CALL))
 
     return reply
@@ -103,19 +115,19 @@ def plodder(notes_to_self: bool) -> Callable[[Any], Reply]:
 
 
 async def t1_stopped_by_its_budget(hive: Hive, daemon: Daemon) -> None:
-    """Wait until t1 is failed and the model's note to self (which woke it) is answered."""
+    """Wait until t1 is failed and the agent is quiet again."""
     await until((hive.failed_dir / "t1.md").exists, "t1 is failed")
-    await until(lambda: not Mailbox(hive, "worker").unread() and settled(daemon),
-                "the note to self is answered")
+    await until(lambda: settled(daemon), "the agent is quiet")
 
 
 async def test_a_task_over_its_budget_fails_and_human_is_told_once(hive: Hive) -> None:
     # Each cycle on t1 costs 2 calls x 400 = 800 tokens, over the 500 allowed: the cycle
     # after the first (woken by the model's own note) must stop t1, not work on it.
-    write_agent(hive, "worker", front=f"budget: {{per_task: 500}}\n{HEARTBEAT}")
+    write_agent(hive, "worker",
+                front=f"budget: {{per_task: 500}}\n{HEARTBEAT}{WATCHES_ITS_NOTES}")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
-        api.responder = plodder(notes_to_self=True)
+        api.responder = plodder(wakes_itself=True)
         async with running(hive, provider(api)) as daemon:
             await t1_stopped_by_its_budget(hive, daemon)
             # More cycles after the stop: mail from human, and heartbeats.
@@ -147,7 +159,7 @@ async def t2_arrives_after_t1_spent_its_budget(hive: Hive) -> list[dict[str, Any
     write_agent(hive, "worker", front="budget: {per_task: 500}\n")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
-        api.responder = plodder(notes_to_self=False)
+        api.responder = plodder(wakes_itself=False)
         async with running(hive, provider(api)) as daemon:
             await until(lambda: len(api.message_requests) == 2 and settled(daemon),
                         "t1's first cycle has ended")
@@ -182,10 +194,10 @@ async def test_a_task_stopped_by_its_budget_is_not_shown_to_the_model_as_active(
 
 
 async def test_status_does_not_call_an_agent_paused_for_one_stopped_task(hive: Hive) -> None:
-    write_agent(hive, "worker", front="budget: {per_task: 500}\n")
+    write_agent(hive, "worker", front=f"budget: {{per_task: 500}}\n{WATCHES_ITS_NOTES}")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
-        api.responder = plodder(notes_to_self=True)
+        api.responder = plodder(wakes_itself=True)
         async with running(hive, provider(api)) as daemon:
             await t1_stopped_by_its_budget(hive, daemon)
 
@@ -197,7 +209,7 @@ def test_a_task_budget_spent_before_a_restart_stops_the_task_at_once(hive: Hive)
     write_agent(hive, "worker", front="budget: {per_task: 500}\n")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
-        api.responder = plodder(notes_to_self=False)
+        api.responder = plodder(wakes_itself=False)
         run_until_idle(hive, provider(api), max_cycles=1)
         assert len(api.message_requests) == 2
     assert where(hive, "t1") == "tasks/active/worker"  # 800 tokens spent on it

@@ -245,3 +245,64 @@ def test_default_max_steps_is_eight_rounds(hive: Hive) -> None:
     [record] = cycles(hive)
     assert "max_steps=8" in record["error"]
     assert len(record["tool_calls"]) == 8
+
+
+# -- what a careless model's calls get (an audit's findings) ------------------------------
+
+
+async def test_mail_to_itself_or_to_no_one_is_refused(hive: Hive) -> None:
+    """Its own mail would wake it again each cycle, a model call each time."""
+    ctx = make_ctx(hive)
+    text, error = await call(ctx, "send_message", to="worker", body="note to self")
+    assert error and text == "you cannot send mail to yourself; keep notes in workspace/ instead"
+    text, error = await call(ctx, "send_message", to=["human", "worker"], body="both")
+    assert error and Mailbox(hive, HUMAN).unread() == []
+    text, error = await call(ctx, "send_message", to=[], body="nobody")
+    assert error and text.startswith("no recipient")
+
+
+async def test_a_task_whose_requester_is_no_agent_still_ends(hive: Hive) -> None:
+    """reply_to misspelt (or an agent removed since): the task could never be completed
+    or failed; now it ends, and the notice goes to human, saying why."""
+    write_task(hive, "t1", front="reply_to: alice\n")
+    claim(hive, "t1")
+    ctx = make_ctx(hive)
+
+    text, error = await call(ctx, "complete_task", task_id="t1", result="all good")
+
+    assert not error, text
+    assert (hive.done_dir / "t1.md").is_file()
+    [notice] = Mailbox(hive, HUMAN).unread()
+    assert notice.message.subject.startswith("[done]")
+    assert notice.message.body.startswith("(Task t1 asked to tell 'alice', which is no agent")
+
+
+async def test_no_notice_is_sent_for_a_task_that_does_not_end(hive: Hive) -> None:
+    """A person moved the claimed task back: complete_task fails, and the requester is
+    not told it is done (the notice went out before the check)."""
+    write_agent(hive, "other")
+    write_task(hive, "t1", front="reply_to: other\n")
+    claim(hive, "t1")
+    ctx = make_ctx(hive)
+    (hive.active_dir_for("worker") / "t1.md").rename(hive.tasks_dir / "t1.md")
+
+    text, error = await call(ctx, "complete_task", task_id="t1", result="all good")
+
+    assert error and "no longer claimed by worker (now: tasks/t1.md)" in text
+    assert Mailbox(hive, "other").unread() == []
+
+
+async def test_create_task_refuses_dependencies_that_can_never_be_met(hive: Hive) -> None:
+    ctx = make_ctx(hive)
+    text, error = await call(ctx, "create_task", title="Loop me", depends_on=["loop-me"])
+    assert error and text == "task loop-me cannot depend on itself"
+    text, error = await call(ctx, "create_task", title="Odd", depends_on=["../x"])
+    assert error and text.startswith("depends_on: id must be a plain file name")
+    # A waits for b (not on the board yet); b, created next, may not wait for a.
+    text, error = await call(ctx, "create_task", title="A", depends_on=["b"])
+    assert not error
+    assert text.endswith("it waits until b is done, and no such task is on the board yet "
+                         "(create it, or fix the id)")
+    text, error = await call(ctx, "create_task", title="B", depends_on=["a"])
+    assert error and text == "depends_on a, which waits for b itself: neither could ever start"
+    assert sorted(p.stem for p in hive.tasks_dir.glob("*.md")) == ["a"]

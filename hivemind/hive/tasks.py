@@ -108,6 +108,11 @@ class TaskBoard(TaskIndex):
                 dest.parent.mkdir(parents=True, exist_ok=True)
         return False
 
+    def check_held(self, ref: TaskRef, agent: str) -> None:
+        """Raise UserError (saying where the task is now) unless `agent` still holds the
+        task of `ref`: its claimed copy is where the claim put it."""
+        self._owned(ref, agent)
+
     def _owned(self, ref: TaskRef, agent: str) -> Task:
         if ref.path in self._leaving:
             raise UserError(f"task {ref.id} is done already (in {self.hive.done_dir.name}/)")

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hivemind.errors import ToolError
 from hivemind.hive.atomic import run_async
 from hivemind.tools.base import Footprint, Tool, ToolContext
 
@@ -24,6 +25,13 @@ class SendMessageInput(BaseModel):
 
 
 async def send_message(ctx: ToolContext, args: SendMessageInput) -> str:
+    names = [args.to] if isinstance(args.to, str) else args.to
+    if not [n for n in names if n.strip()]:
+        raise ToolError('no recipient: give an agent name, "human", a list, or "*"')
+    if ctx.agent in names:
+        # Its own mail would wake it again and again, each a model call: notes to
+        # itself go in workspace/ (or `remember`), not in its mailbox.
+        raise ToolError("you cannot send mail to yourself; keep notes in workspace/ instead")
     fields: dict[str, str] = {}
     if args.in_reply_to:
         fields["in_reply_to"] = args.in_reply_to

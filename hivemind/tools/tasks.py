@@ -12,7 +12,8 @@ from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
 from hivemind.hive.atomic import run_async
-from hivemind.hive.models import Task, TaskPriority
+from hivemind.hive.layout import HUMAN
+from hivemind.hive.models import Task, TaskPriority, check_file_id
 from hivemind.hive.tasks import TaskRef
 from hivemind.tools.base import Footprint, Tool, ToolContext
 from hivemind.tools.memory import end_task_memory
@@ -52,13 +53,15 @@ async def create_task(ctx: ToolContext, args: CreateTaskInput) -> str:
     if args.assignee is not None and args.assignee not in agents:
         raise ToolError(f"no agent {args.assignee!r}; agents: {', '.join(agents)}")
     parent = ctx.current_task()
+    task_id = ctx.board.new_task_id(args.title)
+    deps = _dependencies(ctx, task_id, args.depends_on)
     task = Task(
-        id=ctx.board.new_task_id(args.title),
+        id=task_id,
         title=args.title,
         body=args.body,
         assignee=args.assignee,
         priority=args.priority,
-        depends_on=args.depends_on,
+        depends_on=deps,
         project=args.project or (parent.task.project if parent else None),
         domain=args.domain,
         task_type=args.task_type,
@@ -68,7 +71,44 @@ async def create_task(ctx: ToolContext, args: CreateTaskInput) -> str:
     ctx.effects.tasks_created.append(ref.task.id)
     if ctx.on_task_change is not None:
         ctx.on_task_change()
-    return f"created task {ref.task.id} ({ctx.hive.relative(ref.path)})"
+    out = f"created task {ref.task.id} ({ctx.hive.relative(ref.path)})"
+    missing = [d for d in deps if ctx.board.find(d) is None]
+    if missing:
+        out += (f"; it waits until {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                "done, and no such task is on the board yet (create it, or fix the id)")
+    return out
+
+
+MAX_DEPENDENCY_DEPTH = 50
+
+
+def _dependencies(ctx: ToolContext, task_id: str, given: list[str]) -> list[str]:
+    """`given` checked: ids that name files, not the task itself, no cycle through the
+    tasks on the board (a task in one would never be claimable)."""
+    deps = list(dict.fromkeys(d.strip() for d in given))
+    for dep in deps:
+        try:
+            check_file_id(dep)
+        except ValueError as exc:
+            raise ToolError(f"depends_on: {exc}") from None
+    if task_id in deps:
+        raise ToolError(f"task {task_id} cannot depend on itself")
+    seen, frontier = set(deps), deps
+    for _ in range(MAX_DEPENDENCY_DEPTH):
+        later = []
+        for dep in frontier:
+            ref = ctx.board.find(dep)
+            for further in ref.task.depends_on if ref is not None else ():
+                if further == task_id:
+                    raise ToolError(f"depends_on {dep}, which waits for {task_id} itself: "
+                                    "neither could ever start")
+                if further not in seen:
+                    seen.add(further)
+                    later.append(further)
+        if not later:
+            break
+        frontier = later
+    return deps
 
 
 async def _finish(ctx: ToolContext, task_id: str, text: str, success: bool) -> TaskRef:
@@ -84,6 +124,7 @@ async def _finish(ctx: ToolContext, task_id: str, text: str, success: bool) -> T
 
 async def complete_task(ctx: ToolContext, args: CompleteTaskInput) -> str:
     ref = _held(ctx, args.task_id)
+    ctx.board.check_held(ref, ctx.agent)  # no notice for a task that will not end
     await _notify(ctx, ref, "done", args.result)
     done = await _finish(ctx, args.task_id, args.result, True)
     return f"task {args.task_id} is done ({ctx.hive.relative(done.path)})"
@@ -91,6 +132,7 @@ async def complete_task(ctx: ToolContext, args: CompleteTaskInput) -> str:
 
 async def fail_task(ctx: ToolContext, args: FailTaskInput) -> str:
     ref = _held(ctx, args.task_id)
+    ctx.board.check_held(ref, ctx.agent)
     await _notify(ctx, ref, "failed", args.reason)
     after = await _finish(ctx, args.task_id, args.reason, False)
     return f"task {args.task_id} failed; now {after.state.value}"
@@ -112,6 +154,12 @@ async def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> No
     to = ref.task.reply_to or ref.task.created_by
     if not to or to == ctx.agent:
         return  # a file dropped by hand: its outcome is in tasks/done/ or tasks/failed/
+    if to != HUMAN and not ctx.hive.is_agent(to):
+        # A reply_to misspelt, or an agent removed since: the task must still end, and
+        # its outcome reach someone.
+        text = f"(Task {ref.task.id} asked to tell {to!r}, which is no agent of this hive.)" \
+            f"\n\n{text}"
+        to = HUMAN
     title = ref.task.title or ref.task.id
     await run_async(ctx.post.send_steps(
         ctx.agent, to, f"[{outcome}] {title}", text, task=ref.task.id,
