@@ -150,7 +150,7 @@ def test_dispatch_says_why_a_task_waits(hive: Hive, board: TaskBoard) -> None:
     ann = AgentConfig(name="ann", accepts_unassigned=False)
     result = Dispatcher(board).dispatch({"ann": ann})
     assert dict(result.waiting) == {
-        "mine": "assigned to zed, which is not running",
+        "mine": "assigned to zed, which is no agent of this hive, and no agent accepts it",
         "later": "waits for mine",
     }
     assert not result.claimed

@@ -89,8 +89,9 @@ class Dispatcher:
                 continue
             target = least_loaded(self._candidates(ref), load)
             if target is None:
-                why = (f"assigned to {ref.task.assignee}, which is not running"
-                       if ref.task.assignee else "no agent accepts it")
+                # An assignee the hive has no agent for is routed as if unassigned.
+                why = (f"assigned to {ref.task.assignee}, which is no agent of this hive, "
+                       "and no agent accepts it" if ref.task.assignee else "no agent accepts it")
                 self._wait(result, ref, why)
                 continue
             if load[target] >= self.max_active:
