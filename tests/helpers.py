@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from hivemind.daemon.daemon import Daemon, RunOptions
@@ -68,3 +69,14 @@ def run_until_idle(
 
     asyncio.run(main())
     return daemon
+
+
+async def until(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    """Wait until `condition()` holds (checked every 20 ms); fail naming `what` after
+    `timeout` seconds (generous: every wait ends as soon as its condition holds)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        await asyncio.sleep(0.02)

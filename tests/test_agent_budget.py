@@ -21,7 +21,14 @@ from hivemind.hive.mailbox import Mailbox, PostOffice
 from hivemind.hive.models import TokenBudget
 from hivemind.llm.base import Provider
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
-from tests.helpers import CountingProvider, fast_config, run_until_idle, write_agent, write_task
+from tests.helpers import (
+    CountingProvider,
+    fast_config,
+    run_until_idle,
+    until,
+    write_agent,
+    write_task,
+)
 from tests.scripted_model import active_tasks, is_first_round, provider
 
 WAIT = 20.0  # s: generous; every wait ends as soon as its condition holds
@@ -50,15 +57,6 @@ def where(hive: Hive, task_id: str) -> str:
 def cycle_records(hive: Hive, agent: str) -> list[dict[str, Any]]:
     lines = hive.audit_path(agent).read_text().splitlines()
     return [r for r in map(json.loads, lines) if r["event"] == "cycle"]
-
-
-async def until(condition: Callable[[], bool], what: str) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        await asyncio.sleep(0.02)
 
 
 @asynccontextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from tests.helpers import (
     CountingProvider,
     fast_config,
     run_until_idle,
+    until,
     write_agent,
     write_task,
 )
@@ -214,13 +214,6 @@ async def test_a_rom_edit_routes_the_tasks_that_waited_for_an_agent(hive: Hive) 
     daemon = Daemon(hive, config, OfflineProvider(), RunOptions())
     run = asyncio.create_task(daemon.run())
     try:
-        async def until(condition: Callable[[], bool], what: str) -> None:
-            for _ in range(500):
-                if condition():
-                    return
-                await asyncio.sleep(0.02)
-            raise AssertionError(f"timed out waiting until {what}")
-
         await until(lambda: daemon.waiting == [("anyones", "no agent accepts it")], "it waits")
         hive.rom_path("bob").write_text("---\nrole: bob\n---\nDo tasks.\n")
         await until((hive.done_dir / "anyones.md").exists, "bob did it")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import Callable
 
 import pytest
 
@@ -17,7 +16,14 @@ from hivemind.errors import HiveLockedError, ModelConnectionError
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
 from hivemind.llm.base import ModelRequest, ModelResponse
-from tests.helpers import CountingProvider, fast_config, run_until_idle, write_agent, write_task
+from tests.helpers import (
+    CountingProvider,
+    fast_config,
+    run_until_idle,
+    until,
+    write_agent,
+    write_task,
+)
 
 
 def audit_records(hive: Hive, agent: str) -> list[dict[str, object]]:
@@ -304,14 +310,6 @@ class HeldByAGate(CountingProvider):
             await self.gate.wait()
             raise ModelConnectionError("the model is away (test)")
         return await super().complete(request)
-
-
-async def until(condition: Callable[[], bool], what: str) -> None:
-    for _ in range(400):
-        if condition():
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError(f"timed out waiting until {what}")
 
 
 def test_an_agent_removed_mid_cycle_gives_its_tasks_to_the_others(hive: Hive) -> None:
