@@ -1,7 +1,8 @@
 """File tools: read_file, write_file, edit_file, list_files, search_files.
 
 Every path goes through `resolve_inside`: reads are confined to the hive's
-readable folders, writes to workspace/ and knowledge/.
+readable folders, writes to workspace/ and knowledge/. No call reads more of a file, or
+walks longer, than its bound; search_files lives in `filesearch`.
 """
 
 from __future__ import annotations
@@ -13,23 +14,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-import regex
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
 from hivemind.hive.atomic import atomic_write_steps, run_async
 from hivemind.hive.paths import resolve_inside
 from hivemind.memory.blocks import FileBlock, Priority
-from hivemind.tools.base import ANY, Footprint, Tool, ToolContext
+from hivemind.tools.base import ANY, MAX_RESULT_CHARS, Footprint, Tool, ToolContext
+from hivemind.tools.excerpt import SNIFF_BYTES, read_excerpt
+from hivemind.tools.filesearch import SearchFilesInput, search_files
+from hivemind.tools.filewalk import FolderWalk
 
 MAX_WRITE_BYTES = 1_000_000
 MAX_READ_LINES = 2_000
 MAX_LIST_ENTRIES = 200
-MAX_SEARCH_FILE_BYTES = 2_000_000
-SEARCH_SECONDS = 2.0
-"""A search gives up after this long: a pattern that backtracks without end (`(a|aa)+$`)
-must not hold the cycle, or the daemon's shutdown, for ever. `regex` (not `re`) can
-stop a match under way."""
+LIST_SECONDS = 2.0
+READ_BUDGET = MAX_RESULT_CHARS - 500
+"""read_file's lines fit the result with room for its header and last line, so the
+cut in `execute` never falls inside them."""
 
 
 class ReadFileInput(BaseModel):
@@ -53,12 +55,6 @@ class ListFilesInput(BaseModel):
     path: str = Field(default="workspace", description="Folder relative to the hive root")
 
 
-class SearchFilesInput(BaseModel):
-    pattern: str = Field(min_length=1, description="Regular expression (Python syntax)")
-    path: str = Field(default="workspace", description="Folder to search, relative to the hive")
-    max_results: int = Field(default=50, ge=1, le=200)
-
-
 def _readable(ctx: ToolContext, path: str) -> Path:
     # A hard link may be another name of a file outside the hive: refused for reads too.
     return resolve_inside(ctx.hive.root, path, ctx.hive.readable_dirs, forbid_hardlinks=True)
@@ -68,39 +64,41 @@ def _writable(ctx: ToolContext, path: str) -> Path:
     return resolve_inside(ctx.hive.root, path, ctx.hive.writable_dirs, forbid_hardlinks=True)
 
 
-def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise ToolError(f"{path.name}: no such file")
-    data = path.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise ToolError(f"{path.name}: binary file, not shown")
-    return data.decode("utf-8", errors="replace")
-
-
 async def read_file(ctx: ToolContext, args: ReadFileInput) -> str:
+    if args.end_line is not None and args.end_line < (args.start_line or 1):
+        raise ToolError(
+            f"end_line {args.end_line} is before start_line {args.start_line}: the range "
+            "is reversed"
+        )
     path = _readable(ctx, args.path)
-    text = await asyncio.to_thread(_read_text, path)
-    lines = text.splitlines()
-    start = args.start_line or 1
-    end = min(args.end_line or len(lines), len(lines), start + MAX_READ_LINES - 1)
-    if lines and start > len(lines):
-        raise ToolError(f"{args.path} has {len(lines)} lines; start_line {start} is past the end")
     rel = ctx.hive.relative(path)
-    ranged = args.start_line is not None or args.end_line is not None or end < len(lines)
-    # Pin the file so the next cycles keep it in view without another call.
+    start = args.start_line or 1
+    part = await asyncio.to_thread(
+        read_excerpt, path, rel, start, args.end_line, READ_BUDGET, MAX_READ_LINES
+    )
+    if part.total == 0:
+        ctx.working.add(FileBlock(location=rel, priority=Priority.HIGH))
+        return f"{rel} is empty"
+    of = f"of {part.total}" if part.total is not None else f"of a {part.size} byte file"
+    whole = start == 1 and part.last == part.total and not part.cut_note
+    ranged = args.start_line is not None or args.end_line is not None or not whole
+    # Pin what was shown, so the next cycles keep it in view without another call.
     ctx.working.add(
         FileBlock(
             location=rel,
-            start_line=start if ranged and lines else None,
-            end_line=end if ranged and lines else None,
+            start_line=start if ranged else None,
+            end_line=part.last if ranged else None,
             priority=Priority.HIGH,
         )
     )
-    body = "\n".join(f"{n:>5}  {line}" for n, line in enumerate(lines[start - 1 : end], start))
-    more = f"\n[... {len(lines) - end} more lines; ask for start_line={end + 1}]" if end < len(
-        lines
-    ) else ""
-    return f"{rel} (lines {start}-{end} of {len(lines)})\n{body}{more}"
+    tail = part.cut_note
+    wanted_more = args.end_line is None or part.last < args.end_line
+    if wanted_more and (part.total is None or part.last < part.total):
+        left = f"{part.total - part.last} more lines" if part.total is not None else "more"
+        tail = "\n".join(
+            filter(None, [tail, f"[... {left}; ask for start_line={part.last + 1}]"])
+        )
+    return "\n".join(filter(None, [f"{rel} (lines {start}-{part.last} {of})", part.body, tail]))
 
 
 async def _atomic_write(path: Path, content: str, fsync: bool) -> None:
@@ -127,97 +125,101 @@ async def write_file(ctx: ToolContext, args: WriteFileInput) -> str:
     return f"wrote {rel} ({size} bytes)"
 
 
-async def edit_file(ctx: ToolContext, args: EditFileInput) -> str:
-    path = _writable(ctx, args.path)
-    text = await asyncio.to_thread(_read_text, path)
-    found = text.count(args.old)
+def _edited(path: Path, shown: str, old: str, new: str) -> str:
+    """The text of `path` with `old` replaced by `new`, or a ToolError that says why not.
+
+    Only a UTF-8 text file within the write limit is edited: anything else could not be
+    written back unchanged around the edit."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise ToolError(f"{shown}: no such file") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{shown} is a folder" if stat.S_ISDIR(st.st_mode)
+                        else f"{shown}: not a regular file")
+    too_big = (f"{shown} is over {MAX_WRITE_BYTES} bytes, the most edit_file edits; "
+               "write_file replaces a whole file")
+    if st.st_size > MAX_WRITE_BYTES:
+        raise ToolError(too_big)
+    with path.open("rb") as fh:
+        data = fh.read(MAX_WRITE_BYTES + 1)  # it may have grown since the stat
+    if len(data) > MAX_WRITE_BYTES:
+        raise ToolError(too_big)
+    if b"\x00" in data[:SNIFF_BYTES]:
+        raise ToolError(f"{shown}: binary file, not edited")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{shown} is not valid UTF-8 (byte {exc.start}); edit_file would damage it; "
+            "write_file replaces a whole file"
+        ) from None
+    found = text.count(old)
     if found != 1:
         raise ToolError(
-            f"`old` occurs {found} times in {args.path}; it must occur exactly once "
+            f"`old` occurs {found} times in {shown}; it must occur exactly once "
             "(add surrounding lines to make it unique)"
         )
-    await _atomic_write(path, text.replace(args.old, args.new, 1), ctx.board.fsync)
+    result = text.replace(old, new, 1)
+    size = len(result.encode("utf-8"))
+    if size > MAX_WRITE_BYTES:
+        raise ToolError(
+            f"the edited file would be {size} bytes; the limit is {MAX_WRITE_BYTES}"
+        )
+    return result
+
+
+async def edit_file(ctx: ToolContext, args: EditFileInput) -> str:
+    path = _writable(ctx, args.path)
     rel = ctx.hive.relative(path)
+    text = await asyncio.to_thread(_edited, path, rel, args.old, args.new)
+    await _atomic_write(path, text, ctx.board.fsync)
     ctx.effects.files_written.append(rel)
     return f"edited {rel}"
 
 
-def _list(root: Path, hive_root: Path) -> list[str]:
-    if not root.is_dir():
-        raise ToolError(f"{root.name}: no such folder")
+def _describe(entry: os.DirEntry[str], shown: str) -> str | None:
+    """One line of a listing, from the entry itself (a link is not followed); None if
+    it is gone."""
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return f"{shown}  (symbolic link, not followed)"
+    if stat.S_ISREG(st.st_mode):
+        return f"{shown}  ({st.st_size} bytes)"
+    return f"{shown}  (not a regular file)"
+
+
+def _list(root: Path, shown_root: str, deadline: float) -> tuple[list[str], FolderWalk]:
+    walk = FolderWalk(root, deadline)
     out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            p = Path(dirpath) / name
-            out.append(f"{p.relative_to(hive_root).as_posix()}  ({p.stat().st_size} bytes)")
-            if len(out) >= MAX_LIST_ENTRIES:
-                out.append(f"[... stopped at {MAX_LIST_ENTRIES} entries]")
-                return out
-    return out
+    for entry in walk:
+        below = Path(entry.path).relative_to(root).as_posix()
+        line = _describe(entry, f"{shown_root}/{below}")
+        if line is None:
+            continue
+        out.append(line)
+        if len(out) >= MAX_LIST_ENTRIES:
+            out.append(f"[... stopped at {MAX_LIST_ENTRIES} entries]")
+            break
+    return out, walk
 
 
 async def list_files(ctx: ToolContext, args: ListFilesInput) -> str:
     root = _readable(ctx, args.path)
-    entries = await asyncio.to_thread(_list, root, ctx.hive.root)
-    return "\n".join(entries) if entries else f"{args.path} is empty"
-
-
-def _own_file(path: Path) -> bool:
-    """A regular file with one name: a symlink or a hard link may reach outside the hive."""
-    try:
-        st = path.lstat()
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
-
-
-def _search(
-    root: Path, hive_root: Path, pattern: regex.Pattern[str], limit: int, deadline: float
-) -> list[str]:
-    hits: list[str] = []
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if _own_file(p))
-    for p in files:
-        if any(part.startswith(".") for part in p.relative_to(hive_root).parts):
-            continue
-        try:
-            if p.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                continue
-            data = p.read_bytes()
-        except OSError:
-            continue
-        if b"\x00" in data[:8192]:
-            continue
-        rel = p.relative_to(hive_root).as_posix()
-        for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-            # TimeoutError once the deadline passes, even inside one match
-            if pattern.search(line, timeout=max(0.0, deadline - time.monotonic())):
-                hits.append(f"{rel}:{n}: {line[:300]}")
-                if len(hits) >= limit:
-                    return hits
-    return hits
-
-
-async def search_files(ctx: ToolContext, args: SearchFilesInput) -> str:
-    try:
-        pattern = regex.compile(args.pattern)
-    except regex.error as exc:
-        raise ToolError(f"invalid pattern: {exc}") from exc
-    root = _readable(ctx, args.path)
-    deadline = time.monotonic() + SEARCH_SECONDS
-    try:
-        hits = await asyncio.to_thread(
-            _search, root, ctx.hive.root, pattern, args.max_results, deadline
+    if not root.is_dir():
+        raise ToolError(f"{args.path}: no such folder")
+    shown = ctx.hive.relative(root)
+    deadline = time.monotonic() + LIST_SECONDS
+    entries, walk = await asyncio.to_thread(_list, root, shown, deadline)
+    if walk.stopped_at is not None:
+        entries.append(
+            f"[... listing {walk.why(LIST_SECONDS)} in {ctx.hive.relative(walk.stopped_at)}; "
+            "ask for a narrower path]"
         )
-    except TimeoutError:
-        raise ToolError(
-            f"search stopped after {SEARCH_SECONDS:g} s: the pattern is too slow on these "
-            "files (nested repeats like (a+)+ backtrack without end); use a simpler "
-            "pattern or a narrower path"
-        ) from None
-    return "\n".join(hits) if hits else "no match"
+    return "\n".join(entries) if entries else f"{args.path} is empty"
 
 
 # Reads see the whole hive (another call's mail, task or file); a whole-file write is
