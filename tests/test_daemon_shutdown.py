@@ -21,7 +21,13 @@ from hivemind.hive.leftovers import writer_pid
 from hivemind.llm.anthropic import AnthropicProvider
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import run_until_idle, write_agent, write_task
-from tests.scripted_model import active_tasks, is_first_round, task_completer, text_reply
+from tests.scripted_model import (
+    active_tasks,
+    context_entries,
+    is_first_round,
+    task_completer,
+    text_reply,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = "sk-ant-test-key-of-the-shutdown-tests"
@@ -132,21 +138,34 @@ def test_a_stop_cuts_a_cycle_past_its_grace_and_the_restart_finishes_the_task(
 
 # -- the loop breaker across cycles -------------------------------------------------------
 
-NOTE = {"to": "worker", "subject": "progress", "body": "still on t1", "task": "t1"}
+NOTE = {"to": "buddy", "subject": "progress", "body": "still on t1", "task": "t1"}
 AT_MOST = 6  # notes the model would write if nothing stopped it
 
 
+def unread_mail_from(body: Any, sender: str) -> bool:
+    return any(e["metadata"].get("type") == "message" and not e["metadata"].get("read")
+               and e["metadata"].get("from") == sender for e in context_entries(body))
+
+
 def noter() -> tuple[Callable[[Any], Reply], list[int]]:
-    """A model that, each cycle it holds t1, sends itself the same note about t1 (which
-    wakes it for another cycle) and ends its turn; it gives up after AT_MOST notes. The
-    list counts the notes it wrote."""
+    """A model that, each cycle it holds t1, sends buddy the same note about t1 and ends
+    its turn; as buddy, it answers each note (which wakes the holder of t1 for another
+    cycle). It gives up after AT_MOST notes. The list counts the notes it wrote."""
     written: list[int] = []
 
     def reply(body: Any) -> Reply:
-        if not is_first_round(body) or "t1" not in active_tasks(body) or len(written) >= AT_MOST:
+        if not is_first_round(body):
             return text_reply("nothing more for now")
-        written.append(1)
-        call = {"type": "tool_use", "id": "toolu_1", "name": "send_message", "input": NOTE}
+        if "t1" in active_tasks(body):
+            if len(written) >= AT_MOST:
+                return text_reply("nothing more for now")
+            written.append(1)
+            call = {"type": "tool_use", "id": "toolu_1", "name": "send_message", "input": NOTE}
+        elif unread_mail_from(body, "worker"):  # buddy
+            call = {"type": "tool_use", "id": "toolu_1", "name": "send_message",
+                    "input": {"to": "worker", "body": "noted"}}
+        else:
+            return text_reply("nothing to do")
         return Reply(body=message_body([call], stop_reason="tool_use"))
 
     return reply, written
@@ -154,7 +173,8 @@ def noter() -> tuple[Callable[[Any], Reply], list[int]]:
 
 def test_the_same_call_for_a_task_in_three_of_its_cycles_stops_it(hive: Hive) -> None:
     write_agent(hive, "worker")
-    write_task(hive, "t1")
+    write_agent(hive, "buddy")
+    write_task(hive, "t1", front="assignee: worker\n")
     reply, written = noter()
     with FakeAnthropic() as api:
         api.responder = reply

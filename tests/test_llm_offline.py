@@ -131,6 +131,16 @@ async def test_an_acknowledgement_without_reply_to_goes_to_the_human() -> None:
     assert response.tool_calls[0].input["to"] == "human"
 
 
+async def test_an_acknowledgement_goes_to_reply_to_but_never_to_the_agent_itself() -> None:
+    """A task created by the agent that does it asks to tell that agent: an agent may
+    not mail itself, so the acknowledgement goes to the human."""
+    response = await OfflineProvider().complete(
+        make_request([task("t1", reply_to="bob"), task("t2", reply_to="ada")])
+    )
+    acks = [c.input["to"] for c in response.tool_calls if c.name == "send_message"]
+    assert acks == ["bob", "human"]
+
+
 async def test_each_active_task_gets_its_three_calls_and_others_none() -> None:
     volatile = [task("t1"), task("t2"), task("t3", status="pending")]
     response = await OfflineProvider().complete(make_request(volatile))

@@ -139,10 +139,12 @@ class _Plan:
         writes = "write_file" in self.offered
         self.tasks += 1
         summary = f" A summary is in {path}." if writes else ""
+        # To whoever asked, or `human`: never to itself (an agent may not mail itself).
+        asked = str(meta.get("reply_to") or "")
         self.add(
             "send_message",
             {
-                "to": str(meta.get("reply_to") or "human"),
+                "to": asked if asked and asked != self.agent else "human",
                 "subject": f"{SUBJECT_TAG} Ack: {title}",
                 "body": (
                     f"Automatic acknowledgement from the offline provider ({NO_MODEL}): "
