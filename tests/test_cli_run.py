@@ -156,3 +156,20 @@ def test_a_dir_and_a_different_hive_option_are_refused(hive: Hive, tmp_path: Pat
     assert result.output.startswith("error: two hive folders given: ")
     assert "\n" not in result.output.strip()
     assert not hive.audit_path("ann").exists()
+
+
+def test_run_json_prints_the_summary_alone_on_stdout(hive: Hive) -> None:
+    write_agent(hive, "ann")
+    write_task(hive, "t1")
+    write_task(hive, "for-bob", front="assignee: ann\ndepends_on: [missing]\n")
+
+    result = run(hive, "--json")
+
+    assert result.exit_code == 3, result.output  # stalled: for-bob waits for `missing`
+    summary = json.loads(result.stdout)  # nothing else on stdout: the banner is on stderr
+    assert summary["stopped_because"] == "stalled"
+    assert (summary["provider"], summary["tasks_done"], summary["tasks_failed"]) == (
+        "offline", 1, 0)
+    assert summary["waiting"] == [{"task": "for-bob", "why": "waits for missing"}]
+    assert summary["last_errors"] == {}
+    assert "OFFLINE PROVIDER" in result.stderr

@@ -21,6 +21,7 @@ from hivemind.cli.common import (
     HiveOption,
     JsonOption,
     console,
+    err_console,
     fail,
     folder_given,
     resolve_hive,
@@ -105,6 +106,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No line per cycle.")] = False,
+        as_json: Annotated[
+            bool,
+            typer.Option("--json", help="At the end, print the run's summary as JSON (and no "
+                         "line per cycle); notices go to stderr."),
+        ] = False,
         workers: Annotated[
             int | None,
             typer.Option(
@@ -122,13 +128,14 @@ def register(app: typer.Typer) -> None:
         """
         hive = resolve_hive(folder_given(directory, hive_opt))
         names = _agents_to_run(agents, hive)
+        out = err_console if as_json else console  # stdout holds the JSON alone
         if scratch:
             hive = scratch_copy(hive)
-            console.print(f"running on a scratch copy: {hive.root}", highlight=False)
+            out.print(f"running on a scratch copy: {hive.root}", highlight=False)
         config = load_hive_config(hive)
         provider = make_provider(config.provider)
         if provider.offline:
-            console.print(
+            out.print(
                 "[bold yellow]OFFLINE PROVIDER[/] — no API key "
                 f"(${config.provider.api_key_env}) is set, so no model is called: agents "
                 "acknowledge, summarise and complete tasks mechanically, and every output "
@@ -141,11 +148,14 @@ def register(app: typer.Typer) -> None:
             RunOptions(until_idle=until_idle, agents=names, max_cycles=max_cycles, poll=poll,
                        workers=workers),
             secrets=(secret,) if secret else (),
-            on_cycle=None if quiet else _cycle_line,
+            on_cycle=None if quiet or as_json else _cycle_line,
         )
         started = time.monotonic()
         reason = asyncio.run(daemon.run())
-        _summary(daemon, time.monotonic() - started, reason)
+        if as_json:
+            typer.echo(json.dumps(_summary_json(daemon, time.monotonic() - started, reason)))
+        else:
+            _summary(daemon, time.monotonic() - started, reason)
         if reason == "stalled":
             raise typer.Exit(3)
 
@@ -291,6 +301,20 @@ def _stall_text(s: IdleState, waiting: list[tuple[str, str]], shown: int = 10) -
         if len(waiting) > shown:
             text.append(f"; and {len(waiting) - shown} more")
     return text
+
+
+def _summary_json(daemon: Daemon, seconds: float, reason: str) -> dict[str, Any]:
+    """The summary for scripts: why it stopped, the totals, what waits, last errors."""
+    return {
+        "stopped_because": reason,
+        "provider": daemon.services.provider.name,
+        "wall_seconds": round(seconds, 3),
+        **daemon.totals.as_dict(),
+        "waiting": [{"task": t, "why": why} for t, why in daemon.waiting]
+        if daemon.stalled is not None else [],
+        "last_errors": {name: r.agent.last_error for name, r in daemon.runners.items()
+                        if r.agent.last_error},
+    }
 
 
 def _summary(daemon: Daemon, seconds: float, reason: str) -> None:
