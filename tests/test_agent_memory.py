@@ -19,7 +19,7 @@ from hivemind.llm.base import ToolCall
 from hivemind.llm.offline import OfflineProvider
 from hivemind.ltm.records import MemoryKind, Tier
 from hivemind.ltm.store import LongTermMemory
-from hivemind.memory.blocks import BlockType
+from hivemind.memory.blocks import BlockType, HistoryBlock
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.tools import default_registry
 from hivemind.tools.base import ToolContext
@@ -76,6 +76,24 @@ async def test_completing_a_task_clears_its_task_memory_and_promotes_what_matter
         kept = ltm.backend.query({"task_id": "t1"})
         assert [r.content for r in kept] == ["Queens live five years"]
         assert kept[0].tier is Tier.PROJECT
+
+
+async def test_a_proposed_preference_is_not_consolidated_at_task_end(hive: Hive) -> None:
+    """A global preference waits for a person's approval; its remember call, kept in the
+    task's history, became an active memory at the task's end (every agent got it)."""
+    with LongTermMemory(hive) as ltm:
+        ctx = claimed_ctx(hive, ltm, "project: apiary\n")
+        out = await call(ctx, "remember", content="Always write dates in ISO 8601.",
+                         scope="global", preference=True)
+        assert out.startswith("proposed")
+        for action in ("remember", "recall", "write_file"):  # as the cycle records calls
+            ctx.working.add(HistoryBlock(
+                action=action, detail="Always write dates in ISO 8601.", result=out,
+                metadata={"task_ids": ["t1"], "importance": 0.9},
+            ))
+        await call(ctx, "complete_task", task_id="t1", result="done")
+        active = [r.content for r in ltm.backend.query({"status": "active"})]
+    assert active == ["write_file: Always write dates in ISO 8601. -> " + out]
 
 
 async def test_project_memories_become_context_blocks_only_for_that_project(hive: Hive) -> None:

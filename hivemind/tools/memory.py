@@ -83,6 +83,9 @@ async def recall(ctx: ToolContext, args: RecallInput) -> str:
     return "\n".join(f"[{m.id}] ({m.score:.2f}) {m.content}" for m in found)
 
 
+_MEMORY_ACTIONS = frozenset({"remember", "recall"})
+
+
 def end_task_memory(ctx: ToolContext, ref: TaskRef, success: bool) -> dict[str, Any] | None:
     """Consolidate the task's history, learn from its outcome, clear its task memory."""
     if ctx.ltm is None:
@@ -91,6 +94,10 @@ def end_task_memory(ctx: ToolContext, ref: TaskRef, success: bool) -> dict[str, 
     history = [  # working memory keeps its blocks indexed by type
         b for b in ctx.working.by_type(BlockType.HISTORY)
         if isinstance(b, HistoryBlock) and task_id in b.metadata.get("task_ids", ())
+        # What remember stored (or only proposed: a global preference waits for a
+        # person) and what recall found are not kept again as history: a proposal
+        # would reach every agent unapproved.
+        and b.action not in _MEMORY_ACTIONS
     ]
     report = ctx.ltm.end_task(
         task_id, success=success, goal=_goal(ref), history=history,
