@@ -28,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.ltm_conversations import Dataset, Question, Turn, generate
+from hivemind.hive.layout import Hive
 from hivemind.hive.models import MemorySettings, RetrievalWeights
 from hivemind.ltm.embeddings import Embedder, embeddings_installed
 from hivemind.ltm.retrieval import RetrievalTuning, Retriever
@@ -179,7 +180,7 @@ def latency(
 def cli_path(data: Dataset, workdir: Path) -> dict[str, float]:
     """`hivemind memory import` + `memory search --queries`, scored like the library path."""
     hive = workdir / "cli-hive"
-    hive.mkdir()
+    Hive(hive).ensure()  # a hive, as the CLI wants (it refuses to make one of any folder)
     turns = workdir / "turns.jsonl"
     turns.write_text("\n".join(turn_lines(data.turns)) + "\n")
     queries = workdir / "queries.jsonl"
