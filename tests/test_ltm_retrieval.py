@@ -68,9 +68,13 @@ def test_every_term_is_normalised_over_the_candidates() -> None:
     )
     found = r.retrieve("database backup", EVERYTHING, k=10, at=NOW)
     assert len(found) == 3
-    for term in ("relevance", "recency", "importance"):
+    for term in ("recency", "importance"):
         values = [getattr(m, term) for m in found]
         assert min(values) == 0.0 and max(values) == 1.0, term
+    # Relevance is a share of the best match's: the weakest match is not zeroed.
+    relevance = {m.id: m.relevance for m in found}
+    assert relevance["2"] == 1.0 and 0.0 < relevance["3"] < relevance["1"] < 1.0
+    assert relevance["1"] == pytest.approx(found[1].bm25 / found[0].bm25)
     for m in found:
         assert 0.0 <= m.score <= 1.0
         assert m.terms()["id"] == m.id
@@ -96,6 +100,19 @@ def test_at_decides_which_of_two_equal_matches_is_recent() -> None:
     found = r.retrieve("standup moved", EVERYTHING, k=2, at=datetime(2024, 5, 2, tzinfo=UTC))
     assert [m.id for m in found] == ["may", "jan"]
     assert found[0].recency == 1.0 and found[1].recency == 0.0
+
+
+def test_the_newer_of_two_close_matches_wins_however_few_candidates() -> None:
+    """Two statements of a fact whose BM25 differs a little (a word more in one): with
+    min-max relevance the weaker got 0, and the gate took its recency away, so the stale
+    one won."""
+    r = retriever(
+        rec("old", "The staging server address is 10.0.0.5", created_at=ago(24 * 400)),
+        rec("new", "The staging server address is now 10.0.0.9", created_at=ago(24)),
+    )
+    found = r.retrieve("staging server address", EVERYTHING, k=2, at=NOW)
+    assert [m.id for m in found] == ["new", "old"]
+    assert all(m.relevance > 0.8 for m in found)
 
 
 def test_newer_statement_of_a_fact_wins_a_relevance_tie() -> None:
