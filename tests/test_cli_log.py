@@ -114,6 +114,30 @@ def test_failed_calls_errors_and_other_events_stay_one_line_each_and_verbatim(
     assert "#4 interrupted" in lines[3] and "'tasks': ['t9']" in lines[3]
 
 
+def test_long_term_memory_use_of_a_cycle_is_shown(app: typer.Typer, hive: Hive) -> None:
+    """Memories put into the context, a recall and what a task's end learned: before,
+    only --json showed them."""
+    write_agent(hive, "worker")
+    audit = AuditLog(hive.audit_path("worker"), fsync=False)
+    audit.write("cycle", cycle=1, kept=[], dropped=[], usage={}, tool_calls=[], effects={
+        "memories": [
+            {"op": "context", "query": "launch window", "results": [
+                {"id": "m-1", "score": 0.81}, {"id": "m-2", "score": 0.5}]},
+            {"op": "context", "query": "nothing here", "results": []},
+            {"op": "recall", "query": "apollo", "results": []},
+            {"op": "end_task", "task_id": "t1", "consolidated": ["m-3"], "promoted": [],
+             "cleared": ["m-4", "m-5"], "value_updates": {"m-1": [0.5, 0.6]}, "pruned": []},
+        ]})  # fmt: skip
+
+    lines = [line.strip() for line in log(app, hive, "worker").output.splitlines()]
+
+    assert lines[1:] == [
+        "memory in the context: m-1 (0.81), m-2 (0.50) (for 'launch window')",
+        "memory recalled: nothing (for 'apollo')",
+        "memory task t1 ended: 1 consolidated, 2 cleared, 1 values learned",
+    ]
+
+
 def test_json_prints_each_record_as_the_file_holds_it(app: typer.Typer, ran: Hive) -> None:
     result = log(app, ran, "worker", "--json")
     assert result.exit_code == 0, result.output

@@ -210,11 +210,41 @@ def _print_record(rec: dict[str, Any], as_json: bool) -> None:
             result = call.get("result")
             _line("     ", mark, f" {call.get('name') or '?'} {given[:100]}",
                   f" → {_one_line(result)[:100]}" if result is not None else "")
+        effects = rec.get("effects")
+        for op in (effects.get("memories") or []) if isinstance(effects, dict) else []:
+            text = _memory_op(op) if isinstance(op, dict) else None
+            if text:
+                _line("     ", ("memory", "cyan"), f" {text}")
         if rec.get("error"):
             _line(("     error: " + _one_line(rec["error"]), "red"))
     else:
         rest = {k: v for k, v in rec.items() if k not in ("event", "at", "cycle")}
         _line(head, (str(event), "yellow"), f" {rest}")
+
+
+def _memory_op(op: dict[str, Any]) -> str | None:
+    """One line for a long-term memory operation of a cycle (None: nothing to show)."""
+    kind = op.get("op")
+    if kind in ("context", "recall"):
+        found = [r for r in op.get("results") or [] if isinstance(r, dict)]
+        if not found and kind == "context":
+            return None  # the common case: nothing recalled for the context
+        shown = ", ".join(f"{r.get('id')} ({float(r.get('score') or 0):.2f})" for r in found[:5])
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        what = "in the context" if kind == "context" else "recalled"
+        query = _one_line(op.get("query") or "")[:60]
+        return f"{what}: {shown or 'nothing'}{more} (for {query!r})"
+    if kind == "end_task":
+        parts = [f"{len(op[k])} {k}" for k in ("consolidated", "promoted", "cleared", "pruned")
+                 if op.get(k)]
+        if op.get("value_updates"):
+            parts.append(f"{len(op['value_updates'])} values learned")
+        if not parts:
+            return None
+        return f"task {op.get('task_id')} ended: {', '.join(parts)}"
+    if kind == "remember":
+        return f"{op.get('status', 'stored')} {op.get('id')} ({op.get('tier', '?')})"
+    return None
 
 
 def _fields(rec: dict[str, Any], *names: str) -> str:
