@@ -226,7 +226,9 @@ def test_stats_json_of_an_empty_store_keeps_null_times(hive: Hive) -> None:
     assert stats["oldest"] is None and stats["newest"] is None
 
 
-@pytest.mark.parametrize("command", ["import", "search", "add", "export", "stats", "approve"])
+@pytest.mark.parametrize(
+    "command", ["import", "search", "add", "export", "stats", "approve", "forget"]
+)
 def test_every_command_explains_itself(command: str) -> None:
     result = runner.invoke(app, ["memory", command, "--help"])
     assert result.exit_code == 0

@@ -21,14 +21,15 @@ from hivemind.errors import HivemindError, UserError
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.ltm.jsonl import ImportSummary, parse_time
-from hivemind.ltm.records import MemoryRecord, MemoryStatus, ScoredMemory
+from hivemind.ltm.records import MAX_CONTENT_CHARS, MemoryRecord, MemoryStatus, ScoredMemory
 from hivemind.ltm.store import LongTermMemory
 
 memory_app = typer.Typer(
     name="memory",
     help=(
         "The hive's long-term memory (.hivemind/memory.db): import conversations or notes, "
-        "search them as an agent would, add, export, approve proposed preferences."
+        "search them as an agent would, add, export, approve or forget (decline) proposed "
+        "preferences."
     ),
     no_args_is_help=True,
 )
@@ -47,6 +48,16 @@ EmbeddingsOption = Annotated[
     typer.Option(
         "--embeddings",
         help="Also rank by sentence embeddings (needs hivemind's optional 'embeddings' extra).",
+    ),
+]
+ImportProjectOption = Annotated[
+    str | None,
+    typer.Option(
+        "--project",
+        help="Put every imported memory in this project, overriding the project a line "
+        "gives (an exported line's too); a global line becomes a project memory. "
+        "Without it a line keeps its own project, and an update keeps the stored one.",
+        show_default=False,
     ),
 ]
 _SHOWN_ERRORS = 20
@@ -70,6 +81,13 @@ def _store(hive: Path | None, embeddings: bool = False) -> Iterator[tuple[Hive, 
         fail(str(exc))
     except HivemindError as exc:
         fail(str(exc), code=2)
+
+
+def _project(name: str | None) -> str | None:
+    """--project as given; a blank name (which would silently mean global) is refused."""
+    if name is not None and not name.strip():
+        fail("--project is empty: give a project name, or leave --project out for global")
+    return name
 
 
 def _time(value: str | None, what: str) -> datetime | None:
@@ -102,9 +120,10 @@ def import_cmd(
     file: Annotated[
         Path, typer.Argument(help="JSONL file, one memory per line ('-' reads standard input).")
     ],
-    project: ProjectOption = None,
+    project: ImportProjectOption = None,
     agent: Annotated[
-        str | None, typer.Option("--agent", help="Record this agent as the author.")
+        str | None,
+        typer.Option("--agent", help="Record this agent as the author of lines that name none."),
     ] = None,
     embeddings: EmbeddingsOption = False,
     as_json: JsonOption = False,
@@ -112,22 +131,23 @@ def import_cmd(
 ) -> None:
     """Import memories from a JSONL file, one JSON object per line.
 
-    Fields: "content" (required); optional "id" (kept, so searches return it), "timestamp" (ISO 8601), "importance" (0-1), "domain", "task_type", "tags".
+    Fields: "content" (required, at most 4,000 characters); optional "id" (kept, so searches return it), "timestamp" (ISO 8601), "importance" (0-1), "domain", "task_type", "tags". UTF-8; a leading BOM and CRLF line ends are fine.
 
-    Bad lines are reported by line number and skipped; the rest is imported. An id may appear once per file (a repeat is a bad line); a line whose id is already in the store updates that memory.
+    Bad lines are reported by line number and skipped; the rest is imported. An id may appear once per file (a repeat is a bad line); a line whose id is already in the store updates that memory with what the line gives and keeps the rest: its access count, last access and learned goal values, and its project and tier unless the line or --project says otherwise.
     """  # noqa: E501
+    project = _project(project)
     with _store(hive, embeddings) as (_, ltm), _lines(file) as (lines, total):
         report = _import_with_progress(ltm, lines, total, project=project, agent=agent)
     if as_json:
         print(json.dumps(_import_json(file, report), ensure_ascii=False))
     else:
-        _print_problems(report)
+        _print_problems(report, file)
     if report.imported == 0 and report.errors:
         fail(f"{file}: no line could be imported ({len(report.errors)} bad lines)")
     if as_json:
         return
     rate = f"{report.lines_per_second:,.0f} lines/s" if report.seconds > 0 else "instant"
-    split = f" ({report.new} new, {report.updated} updated)" if report.updated else ""
+    split = _split(report)
     skipped = f", {len(report.errors)} bad lines skipped" if report.errors else ""
     evicted = f", {report.evicted} low-importance memories evicted" if report.evicted else ""
     console.print(
@@ -138,9 +158,22 @@ def import_cmd(
     )
 
 
-def _print_problems(report: ImportSummary) -> None:
+def _split(report: ImportSummary) -> str:
+    """The split of the imported count, e.g. `(2 new, 1 updated)`; empty if all are new."""
+    if not report.updated and not report.unchanged:
+        return ""
+    parts = [f"{report.new} new", f"{report.updated} updated"]
+    if report.unchanged:
+        parts.append(f"{report.unchanged} unchanged")
+    return f" ({', '.join(parts)})"
+
+
+def _print_problems(report: ImportSummary, file: Path) -> None:
+    where = "standard input" if str(file) == "-" else str(file)
     for problem in report.errors[:_SHOWN_ERRORS]:
-        err_console.print(f"[yellow]skipped[/] {escape(problem)}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[yellow]skipped[/] {escape(where)} {escape(problem)}", highlight=False, soft_wrap=True
+        )
     if len(report.errors) > _SHOWN_ERRORS:
         err_console.print(f"[yellow]… and {len(report.errors) - _SHOWN_ERRORS} more bad lines[/]")
     for warning in report.warnings:
@@ -158,7 +191,8 @@ def _import_json(file: Path, report: ImportSummary) -> dict[str, Any]:
             skipped.append({"line": None, "reason": problem})
     return {
         "file": str(file), "imported": report.imported, "new": report.new,
-        "updated": report.updated, "evicted": report.evicted, "skipped": skipped,
+        "updated": report.updated, "unchanged": report.unchanged, "evicted": report.evicted,
+        "skipped": skipped,
         "warnings": report.warnings, "seconds": round(report.seconds, 3),
     }  # fmt: skip
 
@@ -186,7 +220,7 @@ def _lines(file: Path) -> Iterator[tuple[Iterator[str], int]]:
     try:
         with file.open("rb") as f:
             total = sum(1 for _ in f)
-        handle: TextIO = file.open(encoding="utf-8", errors="replace")
+        handle: TextIO = file.open(encoding="utf-8-sig", errors="replace")
     except OSError as exc:
         fail(f"{file}: cannot read: {exc.strerror or exc}")
     with handle:
@@ -231,6 +265,7 @@ def search_cmd(
     """  # noqa: E501
     if (query is None) == (queries is None):
         fail("give either a QUERY or --queries FILE")
+    project = _project(project)
     now = _time(at, "--at")
     with _store(hive, embeddings) as (_, ltm):
         if queries is not None:
@@ -267,7 +302,7 @@ def _batch_search(
     now: datetime | None,
 ) -> None:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
     except OSError as exc:
         fail(f"{path}: cannot read: {exc.strerror or exc}")
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -300,7 +335,12 @@ def _batch_search(
 
 @memory_app.command("add")
 def add_cmd(
-    text: Annotated[str, typer.Argument(help="The memory, in plain words.")],
+    text: Annotated[
+        str,
+        typer.Argument(
+            help=f"The memory, in plain words (at most {MAX_CONTENT_CHARS:,} characters)."
+        ),
+    ],
     *,
     importance: Annotated[
         float | None,
@@ -317,7 +357,8 @@ def add_cmd(
         str | None,
         typer.Option(
             "--scope",
-            help="project or global (default: project if --project is given, else global).",
+            help="project or global (default: project if --project is given, else global); "
+            "global with --project is refused.",
             show_default=False,
         ),
     ] = None,
@@ -325,8 +366,8 @@ def add_cmd(
         bool,
         typer.Option(
             "--preference",
-            help="A preference; a global one waits for "
-            "`hivemind memory approve ID` before any agent sees it.",
+            help="A preference; a global one waits for `hivemind memory approve ID` before "
+            "any agent sees it (`hivemind memory forget ID` declines it).",
         ),
     ] = False,
     agent: Annotated[str, typer.Option("--agent", help="Who remembers it.")] = HUMAN,
@@ -335,9 +376,16 @@ def add_cmd(
     hive: HiveOption = None,
 ) -> None:
     """Add one memory."""
+    project = _project(project)
     chosen = scope or ("project" if project else "global")
     if chosen not in ("project", "global"):
         fail(f"--scope must be project or global (got {chosen!r}); task memories belong to tasks")
+    if chosen == "global" and project is not None:
+        fail(f"--scope global contradicts --project {project}: a global memory belongs to "
+             "no project; leave one of them out")  # fmt: skip
+    if len(text.strip()) > MAX_CONTENT_CHARS:
+        fail(f"the memory is too long ({len(text.strip()):,} characters; at most "
+             f"{MAX_CONTENT_CHARS:,}): an agent could never fit it in its context")  # fmt: skip
     with _store(hive, embeddings) as (_, ltm):
         try:
             record = ltm.remember(
@@ -352,7 +400,8 @@ def add_cmd(
     if record.status is MemoryStatus.PROPOSED:
         console.print(
             f"proposed {record.id}: a global preference waits for a person's approval "
-            f"(a message is in mailboxes/{HUMAN}); run `hivemind memory approve {record.id}`",
+            f"(a message is in mailboxes/{HUMAN}); run `hivemind memory approve {record.id}` "
+            f"to accept it or `hivemind memory forget {record.id}` to decline it",
             highlight=False,
             soft_wrap=True,
         )
@@ -403,7 +452,10 @@ def approve_cmd(
     as_json: JsonOption = False,
     hive: HiveOption = None,
 ) -> None:
-    """Approve a proposed global preference: from now on every agent can recall it."""
+    """Approve a proposed global preference: from now on every agent can recall it.
+
+    To decline a proposal instead, delete it: `hivemind memory forget ID`.
+    """
     with _store(hive) as (_, ltm):
         try:
             record = ltm.approve(memory_id)
@@ -417,6 +469,34 @@ def approve_cmd(
     )
 
 
+@memory_app.command("forget", short_help="Delete memories by id (also declines a proposal).")
+def forget_cmd(
+    memory_ids: Annotated[
+        list[str], typer.Argument(metavar="ID...", help="The ids of the memories to delete.")
+    ],
+    as_json: JsonOption = False,
+    hive: HiveOption = None,
+) -> None:
+    """Delete memories by id, for good; forgetting a proposed preference declines it.
+
+    An unknown id is an error (one line each); the known ids are deleted all the same. With --json: {"forgotten": [ids], "unknown": [ids]}.
+    """  # noqa: E501
+    with _store(hive) as (_, ltm):
+        forgotten, unknown = ltm.forget(memory_ids)
+    if as_json:
+        print(json.dumps({"forgotten": forgotten, "unknown": unknown}, ensure_ascii=False))
+    else:
+        for memory_id in forgotten:
+            console.print(f"forgot {escape(memory_id)}", highlight=False, soft_wrap=True)
+    for memory_id in unknown:
+        err_console.print(
+            f"[bold red]error:[/] no memory with id {escape(repr(memory_id))}",
+            highlight=False, soft_wrap=True,
+        )  # fmt: skip
+    if unknown:
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     """Add the `memory` command group to the `hivemind` app."""
-    app.add_typer(memory_app, short_help="Long-term memory: import, search, add, export.")
+    app.add_typer(memory_app, short_help="Long-term memory: import, search, add, export, forget.")

@@ -1,12 +1,17 @@
 """The JSONL exchange format of `hivemind memory import` / `export`.
 
-One JSON object per line. `content` is required; `id`, `timestamp` (ISO 8601),
+One JSON object per line (UTF-8, a leading BOM and CRLF line ends accepted).
+`content` is required, at most `MAX_CONTENT_CHARS` characters and not blank
+(invisible characters alone count as blank); `id`, `timestamp` (ISO 8601),
 `importance` (0–1), `domain`, `task_type` and `tags` are optional. An export
 line also carries kind, tier, project, agent, task_id, status, preference,
 source_ids, last_accessed, access_count and goal_values, so it re-imports as is.
 
-An id may appear once per file (a repeat is a bad line); a line whose id is
-already in the store updates that memory.
+An id may appear once per file (a repeat is a bad line). A line whose id is
+already in the store updates that memory with what the line gives and keeps
+the rest: what was learned (access count, last access, goal values), its
+project and tier, its vector while the content stays. A null counts as absent.
+The import's `project` puts every line in that project, whatever the line says.
 """
 
 from __future__ import annotations
@@ -21,12 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hivemind.ltm.importance import heuristic_importance
 from hivemind.ltm.records import (
+    MAX_CONTENT_CHARS,
     ImportReport,
     MemoryKind,
     MemoryRecord,
     MemoryStatus,
     Tier,
     as_utc,
+    is_blank,
     utcnow,
 )
 from hivemind.memory.keys import generate_memory_key
@@ -91,8 +98,13 @@ class ImportLine(BaseModel):
     @field_validator("content")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+        if is_blank(value):
             raise ValueError("content is empty")
+        if len(value.strip()) > MAX_CONTENT_CHARS:
+            raise ValueError(
+                f"content is too long ({len(value.strip()):,} characters; "
+                f"at most {MAX_CONTENT_CHARS:,})"
+            )
         return value
 
     @field_validator("timestamp", "last_accessed", mode="before")
@@ -111,7 +123,8 @@ def parse_lines(
 ) -> Iterator[tuple[int, ImportLine | None, str | None]]:
     """(line number, parsed line or None, problem or None) per non-blank line."""
     for number, raw in enumerate(lines, start=1):
-        text = raw.strip()
+        # A BOM (Windows editors) opens the file only; strip() takes CRLF's \r.
+        text = (raw.removeprefix("\ufeff") if number == 1 else raw).strip()
         if not text:
             continue
         try:
@@ -139,9 +152,17 @@ def describe(exc: ValidationError) -> str:
         return f"{field} is missing"
     if err["type"] == "string_too_short":
         return f"{field} is empty"
+    if message.startswith(f"{field} "):  # the validator named the field ("content is empty")
+        return message
     got = err.get("input")
-    shown = "" if isinstance(got, dict | list) else f" (got {json.dumps(got, default=str)})"
+    shown = "" if isinstance(got, dict | list) else f" (got {_shown(got)})"
     return f"{field}: {message}{shown}"
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """`value` as JSON, cut short: a refused line may be megabytes long."""
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def export_line(record: MemoryRecord) -> dict[str, Any]:
@@ -168,51 +189,103 @@ def export_line(record: MemoryRecord) -> dict[str, Any]:
     }
 
 
-def to_record(line: ImportLine, project: str | None, agent: str | None) -> MemoryRecord:
-    """The record an import line describes; `project`/`agent` fill in what the line leaves out."""
-    created = line.timestamp or utcnow()
-    owner_project = line.project or project
-    tier = line.tier or (Tier.PROJECT if owner_project else Tier.GLOBAL)
-    fields: dict[str, Any] = {} if line.id is None else {"id": line.id}
-    importance = line.importance
-    if importance is None:
-        importance = heuristic_importance(line.content)
-    return MemoryRecord(
-        **fields, key=generate_memory_key(line.content, line.domain, line.task_type),
-        content=line.content, kind=line.kind, tier=tier,
-        project=owner_project if tier is not Tier.GLOBAL else None,
-        agent=line.agent or agent, task_id=line.task_id, domain=line.domain,
-        task_type=line.task_type, tags=line.tags,
-        importance=importance,
-        created_at=created, last_accessed=line.last_accessed or created,
-        access_count=line.access_count, source_ids=line.source_ids, status=line.status,
-        preference=line.preference, goal_values=line.goal_values,
-    )  # fmt: skip
+# Line fields copied onto the record when the line gives them (not null).
+_COPIED = (
+    "content", "importance", "domain", "task_type", "tags", "kind", "agent", "task_id",
+    "status", "preference", "source_ids", "last_accessed", "access_count", "goal_values",
+)  # fmt: skip
+
+
+def to_record(
+    line: ImportLine,
+    project: str | None = None,
+    agent: str | None = None,
+    *,
+    stored: MemoryRecord | None = None,
+    vector: tuple[str, list[float]] | None = None,
+) -> MemoryRecord:
+    """The record an import line describes: the `stored` memory with that id (if any)
+    updated with what the line gives. `project` overrides the line's own project (and
+    makes a global line a project one); `agent` fills in a line without an author;
+    `vector` is (model, embedding) of the line's content. ValidationError if invalid."""
+    given = {
+        name: value
+        for name in line.model_fields_set
+        if (value := getattr(line, name, None)) is not None
+    }
+    fields: dict[str, Any] = stored.model_dump() if stored is not None else {}
+    fields.update({name: given[name] for name in _COPIED if name in given})
+    if "timestamp" in given:
+        fields["created_at"] = given["timestamp"]
+    if "agent" not in given and agent:
+        fields["agent"] = agent
+    if stored is None:
+        if line.id is not None:
+            fields["id"] = line.id
+        created = fields.setdefault("created_at", utcnow())
+        fields.setdefault("last_accessed", created)
+        fields.setdefault("importance", heuristic_importance(line.content))
+    tier, owner = _owner(line, stored, project)
+    fields["tier"], fields["project"] = tier, owner if tier is not Tier.GLOBAL else None
+    fields["key"] = generate_memory_key(
+        fields["content"], fields.get("domain"), fields.get("task_type")
+    )
+    if vector is not None:
+        fields["embedding_model"], fields["embedding"] = vector
+    elif stored is not None and stored.content != fields["content"]:
+        fields["embedding_model"] = fields["embedding"] = None  # it described the old text
+    return MemoryRecord.model_validate(fields)
+
+
+def _owner(
+    line: ImportLine, stored: MemoryRecord | None, project: str | None
+) -> tuple[Tier, str | None]:
+    """Tier and project: the import's project, else the line's, else the stored ones."""
+    named = project or line.project
+    owner = named or (stored.project if stored is not None else None)
+    if line.tier is not None:
+        tier = line.tier
+    elif named:
+        tier = Tier.TASK if stored is not None and stored.tier is Tier.TASK else Tier.PROJECT
+    else:
+        tier = stored.tier if stored is not None else Tier.GLOBAL
+    if project and tier is Tier.GLOBAL:
+        tier = Tier.PROJECT
+    return tier, owner
+
+
+def same_record(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """True if writing `a` over `b` would change nothing a person or a search sees
+    (a vector re-made for the same text counts as the same)."""
+    skip = {"embedding"}
+    return a.model_dump(exclude=skip) == b.model_dump(exclude=skip) and (
+        (a.embedding is None) == (b.embedding is None)
+    )
 
 
 class ImportSummary(ImportReport):
-    """An import's report with how many of the imported lines updated a memory already
-    in the store (`imported` counts both)."""
+    """An import's report: of the imported lines, how many updated a memory already in
+    the store and how many left one as it was (`imported` counts every good line)."""
 
     updated: int = 0
+    unchanged: int = 0
 
     @property
     def new(self) -> int:
-        return self.imported - self.updated
+        return self.imported - self.updated - self.unchanged
+
+
+NumberedLine = tuple[int, ImportLine]
 
 
 def read_batches(
-    lines: Iterable[str],
-    project: str | None,
-    agent: str | None,
-    report: ImportReport,
-    size: int,
-) -> Iterator[tuple[list[MemoryRecord], int]]:
-    """Records of the good lines in batches of `size`, with the lines read for each batch;
-    bad lines (a repeated id among them) and ignored fields go into `report`."""
+    lines: Iterable[str], report: ImportReport, size: int
+) -> Iterator[tuple[list[NumberedLine], int]]:
+    """The good lines with their numbers in batches of `size`, with the lines read for
+    each batch; bad lines (a repeated id among them) and ignored fields go into `report`."""
     unknown: set[str] = set()
     first_line: dict[str, int] = {}  # id given in the file -> the line that had it first
-    batch: list[MemoryRecord] = []
+    batch: list[NumberedLine] = []
     number = last = 0
     for number, line, problem in parse_lines(lines):
         if line is None:
@@ -225,11 +298,7 @@ def read_batches(
                 f"line {number}: id {line.id} already appears on line {first_line[line.id]}"
             )
             continue
-        try:
-            batch.append(to_record(line, project, agent))
-        except ValidationError as exc:
-            report.errors.append(f"line {number}: {describe(exc)}")
-            continue
+        batch.append((number, line))
         if line.id is not None:
             first_line[line.id] = number
         if len(batch) >= size:

@@ -6,12 +6,32 @@ it, with every term of the score so the audit log can show why it was chosen.
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_CONTENT_CHARS = 4_000
+"""The longest memory a person may add or import, the same cap as the agents' `remember`
+tool: a longer one would rank like any other yet never fit an agent's context."""
+
+# Drawn as nothing though not whitespace: fillers, invisible marks, variation selectors.
+_BLANK_MARKS = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
+
+
+def is_blank(text: str) -> bool:
+    """True if `text` shows nothing: only whitespace, control and format characters
+    (zero-width spaces and joiners, BOMs, direction marks) or invisible fillers."""
+    return all(
+        c.isspace() or c in _BLANK_MARKS or unicodedata.category(c) in ("Cf", "Cc") for c in text
+    )
 
 
 def utcnow() -> datetime:

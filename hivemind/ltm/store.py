@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from hivemind.errors import UserError
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.models import MemorySettings, RetrievalWeights
@@ -27,7 +29,15 @@ from hivemind.ltm.importance import (
     rate_batched,
     scale_points,
 )
-from hivemind.ltm.jsonl import ImportSummary, export_line, read_batches
+from hivemind.ltm.jsonl import (
+    ImportSummary,
+    NumberedLine,
+    describe,
+    export_line,
+    read_batches,
+    same_record,
+    to_record,
+)
 from hivemind.ltm.learning import TDParams, ValueLearner, trace_key
 from hivemind.ltm.records import (
     MemoryKind,
@@ -36,6 +46,7 @@ from hivemind.ltm.records import (
     ScoredMemory,
     TaskEndReport,
     Tier,
+    is_blank,
     summary,
     utcnow,
 )
@@ -55,7 +66,6 @@ from hivemind.memory.keys import generate_memory_key
 Scope = Literal["task", "project", "global"]
 TIER_SHARES: dict[Tier, float] = {Tier.TASK: 0.4, Tier.PROJECT: 0.4, Tier.GLOBAL: 0.2}
 IMPORT_BATCH = 5_000
-_ID_CHUNK = 500  # ids per count query, well under SQLite's variable limit
 
 
 def scope_filter(project: str | None, task_id: str | None) -> Filters:
@@ -126,8 +136,8 @@ class LongTermMemory:
         """Store one memory (or refresh the identical one already in that scope)."""
         tier = _tier(scope, project, task_id)
         text = content.strip()
-        if not text:
-            raise UserError("a memory needs some text")
+        if is_blank(text):
+            raise UserError("a memory needs some text (it is empty, or only invisible characters)")
         if importance is not None and not 0.0 <= importance <= 1.0:
             raise UserError(f"importance must be between 0 and 1 (got {importance})")
         now = at or utcnow()
@@ -365,22 +375,62 @@ class LongTermMemory:
         agent: str | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ImportSummary:
-        """Import JSONL lines (see `hivemind.ltm.jsonl`); bad lines are reported and skipped,
-        a line whose id is already stored replaces that memory (counted as `updated`)."""
+        """Import JSONL lines (see `hivemind.ltm.jsonl`); bad lines are reported and skipped.
+        A line whose id is already stored updates that memory (counted as `updated`, or
+        `unchanged` if it changes nothing) and keeps what the line does not give."""
         report = ImportSummary()
         started = time.perf_counter()
-        for batch, consumed in read_batches(lines, project, agent, report, IMPORT_BATCH):
-            records = self._embedded(batch)
-            if records:
-                # One transaction: the ids counted as stored are the rows then replaced.
-                with self.backend.transaction():
-                    report.updated += self._stored_count([r.id for r in records])
-                    report.imported += self.backend.add_many(records)
+        for batch, consumed in read_batches(lines, report, IMPORT_BATCH):
+            if batch:
+                self._import_batch(batch, project, agent, report)
             if progress is not None:
                 progress(consumed)
         report.evicted = len(retention.evict_over_capacity(self.backend, self.settings.max_items))
         report.seconds = time.perf_counter() - started
         return report
+
+    def _import_batch(
+        self,
+        batch: Sequence[NumberedLine],
+        project: str | None,
+        agent: str | None,
+        report: ImportSummary,
+    ) -> None:
+        # Vectors first: the transaction below should not wait for a model.
+        vectors = self._vectors([line.content for _, line in batch])
+        # One transaction: the stored memories read are the ones then replaced.
+        with self.backend.transaction():
+            ids = [line.id for _, line in batch if line.id is not None]
+            stored = {r.id: r for r in self.backend.get_many(ids)} if ids else {}
+            records: list[MemoryRecord] = []
+            for i, (number, line) in enumerate(batch):
+                before = stored.get(line.id) if line.id is not None else None
+                try:
+                    record = to_record(
+                        line, project, agent, stored=before,
+                        vector=None if vectors is None else vectors[i],
+                    )  # fmt: skip
+                except ValidationError as exc:
+                    report.errors.append(f"line {number}: {describe(exc)}")
+                    continue
+                report.imported += 1
+                if before is None:
+                    records.append(record)
+                elif same_record(record, before):
+                    report.unchanged += 1
+                else:
+                    report.updated += 1
+                    records.append(record)
+            self.backend.add_many(records)
+
+    def forget(self, memory_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Delete these memories (a person's decision, e.g. declining a proposal);
+        returns (the ids deleted, the ids no memory had)."""
+        wanted = list(dict.fromkeys(memory_ids))
+        with self.backend.transaction():
+            found = {r.id for r in self.backend.get_many(wanted)}
+            self.backend.delete_many(sorted(found))
+        return [i for i in wanted if i in found], [i for i in wanted if i not in found]
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every memory as a re-importable JSON object, oldest first."""
@@ -407,19 +457,19 @@ class LongTermMemory:
         if task_id and ids:
             self.learner.record_access(task_id, ids)
 
-    def _stored_count(self, ids: Sequence[str]) -> int:
-        """How many of these ids the store holds already."""
-        return sum(
-            self.backend.count({"id": list(ids[i : i + _ID_CHUNK])})
-            for i in range(0, len(ids), _ID_CHUNK)
-        )
-
     def _task_memories(self, task_id: str) -> list[MemoryRecord]:
         """The task's task-tier memories (no query when the backend counts none)."""
         counts = counting(self.backend)
         if counts is not None and counts.task_memory_count(task_id) == 0:
             return []
         return self.backend.query({"tier": Tier.TASK, "task_id": task_id})
+
+    def _vectors(self, texts: Sequence[str]) -> list[tuple[str, list[float]]] | None:
+        """(model, vector) per text, when an embedder is set."""
+        if self.embedder is None or not texts:
+            return None
+        model = self.embedder.name
+        return [(model, list(v)) for v in self.embedder.embed(list(texts))]
 
     def _embedded(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
         """The records with their vectors, when an embedder is set."""
@@ -446,6 +496,7 @@ class LongTermMemory:
             f"{record.agent} proposes a global preference, shared by every agent and project:\n\n"
             f"> {record.content}\n\n"
             f"To accept it: hivemind memory approve {record.id}\n"
+            f"To decline it: hivemind memory forget {record.id}\n"
             "Until then it is stored as proposed and never retrieved."
         )
         PostOffice(self.hive).send(
