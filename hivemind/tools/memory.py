@@ -13,13 +13,14 @@ from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
 from hivemind.hive.taskref import TaskRef
-from hivemind.ltm.records import recall_audit
+from hivemind.ltm.records import MAX_CONTENT_CHARS, recall_audit
 from hivemind.memory.blocks import BlockType, HistoryBlock
 from hivemind.tools.base import Footprint, Tool, ToolContext
 
 
 class RememberInput(BaseModel):
-    content: str = Field(min_length=1, max_length=4_000, description="What to remember")
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS,
+                         description="What to remember")
     importance: float | None = Field(
         default=None, ge=0.0, le=1.0, description="0 = trivial, 1 = essential (default: judged)"
     )
@@ -65,7 +66,8 @@ async def remember(ctx: ToolContext, args: RememberInput) -> str:
          "status": record.status.value, "importance": record.importance}
     )
     if record.status.value == "proposed":
-        return f"proposed {record.id}: a person must approve it (hivemind memory approve)"
+        return (f"proposed {record.id}: a person must approve it (hivemind memory approve "
+                f"{record.id}) or decline it (hivemind memory forget {record.id})")
     return f"remembered {record.id} ({record.tier.value})"
 
 
