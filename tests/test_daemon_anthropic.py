@@ -105,6 +105,34 @@ def test_a_lone_surrogate_in_a_tool_call_is_replaced_not_fatal(hive: Hive) -> No
     assert [c["error"] for c in cycle["tool_calls"]] == [False, False]
 
 
+@pytest.mark.parametrize("bad_input", ["workspace/a.md", [1, 2], None, 42])
+def test_a_tool_call_whose_input_is_no_object_fails_alone(hive: Hive, bad_input: Any) -> None:
+    """The whole reply was refused ("not a Messages reply"): its tokens went uncounted
+    (budgets too), the valid calls beside it never ran, and the task stayed stuck."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+
+    def model(body: Any) -> Reply:
+        if not scripted_model.is_first_round(body):
+            return scripted_model.text_reply("done")
+        return Reply(body=message_body([
+            {"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": bad_input},
+            scripted_model.tool_use(2, "complete_task", task_id="t1", result="finished"),
+        ], stop_reason="tool_use"))
+
+    with FakeAnthropic() as api:
+        api.responder = model
+        daemon = run_until_idle(hive, provider(api))
+        told = scripted_model.last_results(api.message_requests[1].body)
+
+    assert daemon.exit_reason == "idle"
+    assert (hive.done_dir / "t1.md").is_file()
+    assert daemon.totals.usage.output_tokens > 0  # the replies were counted
+    assert told[0].startswith("invalid input for write_file: the input must be a JSON object")
+    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert [c["error"] for c in cycle["tool_calls"]] == [True, False]
+
+
 def test_429_and_529_are_retried(hive: Hive) -> None:
     write_agent(hive, "worker")
     write_task(hive, "t1")

@@ -103,6 +103,17 @@ def _tool_use_block(call: ToolCall) -> ToolUseBlockParam:
     return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
 
 
+def _tool_call(call_id: str, name: str, given: object) -> ToolCall:
+    """The call as the model made it; input that is no JSON object is kept out (and
+    said so) rather than failing the whole reply, whose tokens were paid for."""
+    if isinstance(given, dict):
+        return ToolCall(id=call_id, name=name, input=given)
+    kind = "null" if given is None else "a list" if isinstance(given, list) else (
+        "text" if isinstance(given, str) else f"a {type(given).__name__}")
+    return ToolCall(id=call_id, name=name,
+                    input_error=f"the input must be a JSON object, not {kind}")
+
+
 def response_from_message(message: Message) -> ModelResponse:
     """Translate an SDK `Message` into a `ModelResponse`."""
     texts: list[str] = []
@@ -111,7 +122,7 @@ def response_from_message(message: Message) -> ModelResponse:
         if block.type == "text":
             texts.append(block.text)
         elif block.type == "tool_use":
-            calls.append(ToolCall(id=block.id, name=block.name, input=dict(block.input)))
+            calls.append(_tool_call(block.id, block.name, block.input))
     usage = message.usage
     return ModelResponse(
         text="\n".join(t for t in texts if t),

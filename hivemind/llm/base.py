@@ -29,6 +29,9 @@ class ToolCall(BaseModel):
     id: str
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
+    input_error: str | None = None
+    """Why the model's input could not be taken (it was no JSON object): the call
+    then comes back to it as an error, and the rest of its reply still counts."""
 
 
 class ToolResult(BaseModel):

@@ -177,6 +177,8 @@ class ToolRegistry:
         if tool is None or not permitted:
             known = ", ".join(t.name for t in self.allowed(ctx.config.tools))
             return _error(call, f"unknown tool {call.name!r}; available: {known}")
+        if call.input_error is not None:
+            return _error(call, f"invalid input for {call.name}: {call.input_error}")
         try:
             args = tool.input_model.model_validate(call.input)
         except ValidationError as exc:
