@@ -461,6 +461,27 @@ def test_a_bug_in_one_agents_cycle_does_not_stop_the_others(
     assert "Traceback" in caplog.text
 
 
+class AlwaysAway(CountingProvider):
+    """A model that never answers: every cycle fails (and is retried)."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        raise ModelConnectionError("the model is away (test)")
+
+
+def test_max_cycles_counts_failed_cycles_too(hive: Hive) -> None:
+    """Failed cycles went on past --max-cycles (each may cost tokens: a reply cut at
+    max_tokens is paid for)."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    provider = AlwaysAway()
+
+    daemon = run_until_idle(hive, provider, max_cycles=1, backoff=0.01)
+
+    assert daemon.exit_reason == "max-cycles"
+    assert daemon.totals.cycles == 1 and len(provider.requests) == 1
+
+
 def test_status_command_shows_the_run_tokens_and_errors(hive: Hive) -> None:
     from typer.testing import CliRunner
 

@@ -409,6 +409,8 @@ class Daemon:
         self.totals.add(report)
         if self._on_cycle is not None:
             self._on_cycle(report)
+        if self.options.max_cycles is not None and self.totals.cycles >= self.options.max_cycles:
+            self.stop("max-cycles")  # failed cycles count: each may have cost tokens
         if report.retry:
             runner.failures += 1
             backoff = min(BACKOFF_MAX, self.options.backoff * 2 ** (runner.failures - 1))
@@ -417,8 +419,6 @@ class Daemon:
         runner.failures = 0
         self._last_activity = time.monotonic()
         self.request_dispatch()  # tasks finished: others may be claimable now
-        if self.options.max_cycles is not None and self.totals.cycles >= self.options.max_cycles:
-            self.stop("max-cycles")
 
     async def _dispatch_loop(self) -> None:
         while not self.stopping.is_set():
