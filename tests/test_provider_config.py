@@ -3,6 +3,7 @@ says once, up front, when no model is called (the offline provider)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from hivemind.cli.app import app
+from hivemind.errors import ConfigError
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.llm.anthropic import AnthropicProvider
@@ -198,3 +200,33 @@ def test_a_run_stopped_by_a_refused_key_ends_saying_why(hive: Hive) -> None:
             "refused: invalid x-api-key (the API key was not accepted: check "
             "$ANTHROPIC_API_KEY)") in text
     assert KEY not in text
+
+
+def test_a_price_for_one_model_keeps_the_built_in_prices_of_the_others(hive: Hive) -> None:
+    """One `[pricing."local-llama"]` table made every Claude model unpriced."""
+    hive.config_file.write_text(
+        '[pricing."local-llama"]\ninput = 0.1\noutput = 0.2\ncache_write = 0.1\n'
+        "cache_read = 0.01\n"
+    )
+    pricing = load_hive_config(hive).pricing
+    assert pricing["local-llama"].input == 0.1
+    assert "claude-sonnet-5-5" in pricing
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("127.0.0.1:8080", "must start with http:// or https:// (got '127.0.0.1:8080')"),
+    ("http://127.0.0.1:8080/v1", "must not end with /v1"),
+])
+def test_a_base_url_that_cannot_work_is_refused_at_start(
+    hive: Hive, url: str, problem: str
+) -> None:
+    """It was taken, and every cycle failed ('connection to  failed', or a 404 that
+    blamed the model) for as long as the daemon ran."""
+    hive.config_file.write_text(f'[provider]\nbase_url = "{url}"\n')
+    with pytest.raises(ConfigError, match="line 2: provider.base_url: " + re.escape(problem)):
+        load_hive_config(hive)
+    hive.config_file.unlink()
+    env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": url}
+    with pytest.raises(ConfigError, match=r"\$ANTHROPIC_BASE_URL: base_url: "
+                       + re.escape(problem)):
+        make_provider(load_hive_config(hive).provider, env)

@@ -259,6 +259,19 @@ class ProviderSettings(BaseModel):
 
     name: Literal["auto", "anthropic", "offline"] = "auto"
     base_url: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _an_http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https:// (got {value!r})")
+        if value.rstrip("/").endswith("/v1"):
+            raise ValueError(
+                f"must not end with /v1 (got {value!r}): the client adds /v1/messages"
+            )
+        return value
     api_key_env: str = "ANTHROPIC_API_KEY"
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
@@ -303,4 +316,11 @@ class HiveConfig(BaseModel):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     provider: ProviderSettings = Field(default_factory=ProviderSettings)
     pricing: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    @field_validator("pricing")
+    @classmethod
+    def _over_the_built_in_prices(cls, given: dict[str, Price]) -> dict[str, Price]:
+        """A `[pricing."<model>"]` table sets that model's price; the other models keep
+        theirs (one local model's price made every Claude model unpriced)."""
+        return {**DEFAULT_PRICES, **given}
     memory: MemorySettings = Field(default_factory=MemorySettings)

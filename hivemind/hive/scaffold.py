@@ -137,7 +137,8 @@ def render_hive_toml() -> str:
         if isinstance(value, BaseModel):
             _table(lines, name, value)
         elif isinstance(value, dict):
-            lines += ["", f'## [{name}."<model>"] tables replace the built-in {name} below.']
+            lines += ["", f'## A [{name}."<model>"] table sets that model\'s {name}; the '
+                      "others keep the built-in ones below."]
             for key, item in value.items():
                 _table(lines, f'{name}."{key}"', item)
     return "\n".join(lines) + "\n"

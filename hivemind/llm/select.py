@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from pydantic import ValidationError
+
 from hivemind.errors import ConfigError
 from hivemind.hive.models import ProviderSettings
+from hivemind.hive.problems import first_problem
 from hivemind.llm.base import Provider
 from hivemind.llm.offline import OfflineProvider
 
@@ -26,9 +29,15 @@ def make_provider(settings: ProviderSettings, env: Mapping[str, str] = os.enviro
     # The SDK takes seconds to import: only pay for it when a key says we need it.
     from hivemind.llm.anthropic import AnthropicProvider
 
+    base_url = settings.base_url
+    if base_url is None and env.get(BASE_URL_ENV):
+        try:  # checked as hive.toml's is
+            base_url = ProviderSettings(base_url=env[BASE_URL_ENV]).base_url
+        except ValidationError as exc:
+            raise ConfigError(f"${BASE_URL_ENV}: {first_problem(exc)[1]}") from None
     return AnthropicProvider(
         api_key=key,
-        base_url=settings.base_url or env.get(BASE_URL_ENV) or None,
+        base_url=base_url,
         timeout=settings.timeout,
         max_retries=settings.max_retries,
         key_env=settings.api_key_env,
