@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -61,8 +62,9 @@ def _cycle_line(report: CycleReport) -> None:
         bits.append(f"[red]{report.tasks_failed} task(s) failed[/]")
     bits.append(f"{u.total_input + u.output_tokens} tokens")
     if report.error:
-        bits.append(f"[red]error: {report.error}[/]")
-    console.print("  ".join(bits), highlight=False)
+        bits.append(f"[red]error: {escape(report.error)}[/]")
+    # One line whatever the width (a log file is grepped line by line).
+    console.print("  ".join(bits), highlight=False, soft_wrap=True)
 
 
 def _agents_to_run(given: str | None, hive: Hive) -> list[str] | None:
