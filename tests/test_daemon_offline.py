@@ -482,6 +482,36 @@ def test_max_cycles_counts_failed_cycles_too(hive: Hive) -> None:
     assert daemon.totals.cycles == 1 and len(provider.requests) == 1
 
 
+def test_a_second_signal_cuts_the_grace_period_short(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Ctrl-C during a slow model call said nothing and waited the whole grace period
+    (30 s by default); a second Ctrl-C changed nothing."""
+    write_agent(hive, "slow")
+    write_task(hive, "t1")
+    provider = HeldByAGate("slow")  # its call never returns
+    config = fast_config(hive)
+    config.daemon.grace_period = 60.0
+    daemon = Daemon(hive, config, provider, RunOptions())
+
+    async def main() -> float:
+        task = asyncio.create_task(daemon.run())
+        await asyncio.wait_for(provider.waiting.wait(), 10)
+        daemon.stop("signal")
+        await until(lambda: "Ctrl-C again stops at once" in caplog.text, "it says so")
+        started = asyncio.get_running_loop().time()
+        daemon.stop("signal")
+        await asyncio.wait_for(task, 10)
+        return asyncio.get_running_loop().time() - started
+
+    assert asyncio.run(main()) < 5
+    assert "stopping: 1 cycle(s) in flight may take up to 60 s to finish" in caplog.text
+    assert (hive.active_dir_for("slow") / "t1.md").is_file()  # kept for the next run
+    run_until_idle(hive)  # and the next run marks the cut cycle, then does the task
+    assert (hive.done_dir / "t1.md").is_file()
+    assert "interrupted" in [r["event"] for r in audit_records(hive, "slow")]
+
+
 def test_status_command_shows_the_run_tokens_and_errors(hive: Hive) -> None:
     from typer.testing import CliRunner
 

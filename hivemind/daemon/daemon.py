@@ -104,6 +104,7 @@ class Daemon:
         self.runners: dict[str, AgentRunner] = {}
         self.totals = RunTotals()
         self.stopping = asyncio.Event()
+        self._hurry = asyncio.Event()  # a second signal: no grace for the cycles in flight
         self.exit_reason = ""
         self._dispatch_wanted = asyncio.Event()
         self._in_flight = 0  # cycles running now
@@ -208,9 +209,19 @@ class Daemon:
         return self.exit_reason
 
     def stop(self, reason: str) -> None:
+        """Stop after the cycles in flight (at most the grace period); a second signal
+        (Ctrl-C again) cuts them short at once."""
         if not self.stopping.is_set():
             self.exit_reason = reason
             self.stopping.set()
+            if reason == "signal" and self._in_flight:
+                logger.warning(
+                    "stopping: %d cycle(s) in flight may take up to %g s to finish; "
+                    "Ctrl-C again stops at once (they are marked interrupted)",
+                    self._in_flight, self.config.daemon.grace_period,
+                )
+        elif reason == "signal":
+            self._hurry.set()
 
     async def _run(self) -> None:
         d = self.config.daemon
@@ -309,11 +320,19 @@ class Daemon:
         for runner in self.runners.values():
             runner.stop = True
             runner.wake.set()
-        tasks = [r.task for r in self.runners.values() if r.task is not None]
-        if tasks:
-            _done, pending = await asyncio.wait(tasks, timeout=self.config.daemon.grace_period)
-            for t in pending:
-                t.cancel()
+        pending = {r.task for r in self.runners.values() if r.task is not None}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.daemon.grace_period
+        hurry = asyncio.ensure_future(self._hurry.wait())
+        try:
+            while pending and not hurry.done() and (left := deadline - loop.time()) > 0:
+                done, _ = await asyncio.wait([*pending, hurry], timeout=left,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                pending -= done
+        finally:
+            hurry.cancel()
+        for t in pending:
+            t.cancel()
         for t in service:
             t.cancel()
 
