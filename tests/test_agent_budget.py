@@ -138,6 +138,7 @@ async def test_a_task_over_its_budget_fails_and_human_is_told_once(hive: Hive) -
     failed = (hive.failed_dir / "t1.md").read_text()
     assert "token budget per task spent (800 tokens)" in failed
     assert "status: failed" in failed
+    assert daemon.totals.tasks_failed == 1  # in the run's figures (it was 0)
     assert budget_notes(hive) == ["[budget] task t1 stopped"]
     [note] = [i.message for i in Mailbox(hive, HUMAN).unread() if i.message.subject.startswith(
         "[budget]")]

@@ -138,6 +138,26 @@ def test_long_term_memory_use_of_a_cycle_is_shown(app: typer.Typer, hive: Hive) 
     ]
 
 
+def test_budget_and_rom_records_read_as_sentences(app: typer.Typer, hive: Hive) -> None:
+    write_agent(hive, "worker")
+    audit = AuditLog(hive.audit_path("worker"), fsync=False)
+    audit.write("budget", cycle=2, warned="task:t1")
+    audit.write("budget", cycle=3, warned="day:2026-11-23")
+    audit.write("config_error", cycle=3, error="agents/worker/ROM.md: line 2: max_steps must "
+                "be ≥ 1 (got 0)")
+    audit.write("config_fixed", cycle=4)
+
+    lines = log(app, hive, "worker").output.splitlines()
+
+    assert lines[0].endswith("#2 budget task t1 stopped: its token budget is spent (human was "
+                             "told)")
+    assert lines[1].endswith("#3 budget paused: its daily token budget for 2026-11-23 is "
+                             "spent (human was told)")
+    assert lines[2].endswith("#3 ROM error agents/worker/ROM.md: line 2: max_steps must be ≥ 1 "
+                             "(got 0)")
+    assert lines[3].endswith("#4 ROM fixed")
+
+
 def test_json_prints_each_record_as_the_file_holds_it(app: typer.Typer, ran: Hive) -> None:
     result = log(app, ran, "worker", "--json")
     assert result.exit_code == 0, result.output

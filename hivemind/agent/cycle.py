@@ -237,7 +237,7 @@ class Agent:
         if not new or not (p.has_work or (p.watch_keys - self.seen)):
             report.reason = "no new input"
             return report
-        paused = self._paused(cfg, p)
+        paused = self._paused(cfg, p, report)
         if paused is not None:
             report.reason = paused
             return report
@@ -254,7 +254,7 @@ class Agent:
             self.seen |= new
         return report
 
-    def _paused(self, cfg: AgentConfig, p: Perception) -> str | None:
+    def _paused(self, cfg: AgentConfig, p: Perception, report: CycleReport) -> str | None:
         """Budgets: a spent day pauses the agent; a spent task fails that task. Why no
         cycle runs (`DAY_SPENT`, `TASKS_SPENT`), or None."""
         if self.budget.day_exhausted(cfg.budget):
@@ -277,6 +277,7 @@ class Agent:
                 ref, f"token budget per task spent ({self.budget.per_task[tid]} tokens)",
                 self.name, final=True,
             )
+            report.tasks_failed += 1  # in the run's figures, whether a cycle runs or not
             if self.budget.first_warning(key := f"task:{tid}"):
                 self.s.post.send(
                     self.name, HUMAN, f"[budget] task {tid} stopped",
@@ -691,7 +692,7 @@ class Agent:
         fx = ctx.effects
         report.tool_calls = len(calls)
         report.tasks_done = len(fx.tasks_completed)
-        report.tasks_failed = len(fx.tasks_failed)
+        report.tasks_failed += len(fx.tasks_failed)  # after any its budget failed first
         report.messages_sent = len(fx.messages_sent)
         if not self.s.provider.offline:
             report.cost = estimate_cost(report.usage, ctx.config.model, self.s.config.pricing)

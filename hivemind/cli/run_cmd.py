@@ -219,6 +219,15 @@ def _print_record(rec: dict[str, Any], as_json: bool) -> None:
                 _line("     ", ("memory", "cyan"), f" {text}")
         if rec.get("error"):
             _line(("     error: " + _one_line(rec["error"]), "red"))
+    elif event == "budget" and isinstance(rec.get("warned"), str):
+        what, _, which = rec["warned"].partition(":")
+        told = (f"task {which} stopped: its token budget is spent" if what == "task"
+                else f"paused: its daily token budget for {which} is spent")
+        _line(head, ("budget", "yellow"), f" {told} (human was told)")
+    elif event == "config_error":
+        _line(head, ("ROM error", "red"), " ", _one_line(rec.get("error") or "?"))
+    elif event == "config_fixed":
+        _line(head, ("ROM fixed", "green"))
     else:
         rest = {k: v for k, v in rec.items() if k not in ("event", "at", "cycle")}
         _line(head, (str(event), "yellow"), f" {rest}")

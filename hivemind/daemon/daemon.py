@@ -424,6 +424,7 @@ class Daemon:
             runner.paused_on = paused_on  # routing changes: no new work for it, or again
             self._configs_cache = None
         if not report.ran:
+            self.totals.tasks_failed += report.tasks_failed  # failed by its budget
             return
         self.totals.add(report)
         if self._on_cycle is not None:
