@@ -133,6 +133,24 @@ def test_a_tool_call_whose_input_is_no_object_fails_alone(hive: Hive, bad_input:
     assert [c["error"] for c in cycle["tool_calls"]] == [True, False]
 
 
+def test_a_refusal_is_an_error_the_user_sees_not_a_silent_success(hive: Hive) -> None:
+    """An empty reply with stop_reason refusal counted as a good cycle: the task stayed
+    active with no trace of why."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = lambda _body: Reply(body=message_body([], stop_reason="refusal"))
+        daemon = run_until_idle(hive, provider(api))
+
+    assert daemon.exit_reason == "stalled"
+    assert daemon.runners["worker"].agent.last_error == (
+        "the model refused to answer (stop_reason refusal)")
+    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert (cycle["stop_reason"], cycle["error"]) == (
+        "refusal", "the model refused to answer (stop_reason refusal)")
+    assert (hive.active_dir_for("worker") / "t1.md").is_file()
+
+
 def test_429_and_529_are_retried(hive: Hive) -> None:
     write_agent(hive, "worker")
     write_task(hive, "t1")

@@ -83,6 +83,7 @@ class CycleReport:
     tasks_done: int = 0
     tasks_failed: int = 0
     messages_sent: int = 0
+    stop_reason: str | None = None  # of the model's last reply
     retry: bool = False
     started: float = field(default_factory=time.perf_counter)
 
@@ -375,9 +376,14 @@ class Agent:
             response = await self._call(
                 request.model_copy(update={"turns": turns}), report, task_ids
             )
+            report.stop_reason = response.stop_reason
             if response.text:
                 said.append(response.text)
             if not response.tool_calls:
+                if response.stop_reason == "refusal":
+                    # Not retried (the same input would be refused again), but never
+                    # silent: the task it holds stays, and status and the log say why.
+                    report.error = "the model refused to answer (stop_reason refusal)"
                 if response.stop_reason == "max_tokens":
                     # A reply cut short is a failed call: retried after a back-off.
                     report.error = (f"the reply was cut at max_output_tokens="
@@ -722,6 +728,7 @@ class Agent:
                 "tasks_failed": fx.tasks_failed, "memories": fx.memories,
             },
             error=report.error,
+            stop_reason=report.stop_reason,
             duration_ms=round((time.perf_counter() - report.started) * 1000, 1),
             model_ms=round(report.model_ms, 1),
             tools_ms=round(report.tools_ms, 1),
