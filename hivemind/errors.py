@@ -103,6 +103,9 @@ class BudgetExhaustedError(RuntimeFailure):
 class ModelError(RuntimeFailure):
     """The model API failed after the SDK's retries."""
 
+    retry_after: float | None = None
+    """Seconds the API asked to wait (its retry-after), when it said."""
+
 
 class ModelRateLimitError(ModelError):
     """Rate limited or overloaded (429 / 529) beyond the retries."""

@@ -20,7 +20,7 @@ from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
 from hivemind.llm.anthropic import AnthropicProvider
 from tests import scripted_model
-from tests.fake_anthropic import FakeAnthropic, Reply, message_body
+from tests.fake_anthropic import FakeAnthropic, Reply, error_body, message_body
 from tests.helpers import fast_config, run_until_idle, write_agent, write_task
 from tests.scripted_model import context_entries, task_completer
 
@@ -149,6 +149,41 @@ def test_a_refusal_is_an_error_the_user_sees_not_a_silent_success(hive: Hive) ->
     assert (cycle["stop_reason"], cycle["error"]) == (
         "refusal", "the model refused to answer (stop_reason refusal)")
     assert (hive.active_dir_for("worker") / "t1.md").is_file()
+
+
+def test_the_next_cycle_waits_as_long_as_the_api_asked(hive: Hive) -> None:
+    """The SDK honours retry-after, but the daemon's own back-off called again after
+    2 s and 4 s when asked for 8."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.reply(Reply(status=429, body=error_body("rate_limit_error", "slow down"),
+                        headers={"retry-after": "1.5"}))
+        api.responder = task_completer
+        started = time.monotonic()
+        daemon = run_until_idle(hive, provider(api, retries=0), backoff=0.01)
+        waited = time.monotonic() - started
+
+    assert (hive.done_dir / "t1.md").is_file()
+    assert waited >= 1.5
+    [first, *_] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert "(it asks to wait 1.5 s)" in first["error"]
+    assert daemon.exit_reason == "idle"
+
+
+def test_a_refused_request_is_not_sent_again_until_something_new_comes(hive: Hive) -> None:
+    """401, 403, 404, 400, 413: the same request is refused again. It was retried with
+    back-off for ever (for every agent), every few seconds at first."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.reply_error(404, "not_found_error", "model: no-such-model", times=100)
+        daemon = run_until_idle(hive, provider(api), backoff=0.01)
+        sent = len(api.message_requests)
+
+    assert sent == 1
+    assert daemon.exit_reason == "stalled"
+    assert "HTTP 404" in (daemon.runners["worker"].agent.last_error or "")
 
 
 def test_429_and_529_are_retried(hive: Hive) -> None:

@@ -243,9 +243,9 @@ def test_the_api_key_never_reaches_audit_status_or_the_cli_output(hive: Hive) ->
 
     def leaky(body: Any) -> Reply:
         seen.append(1)
-        if len(seen) == 1:  # an error that quotes the key
-            return Reply(status=401, body={"type": "error", "error": {
-                "type": "authentication_error", "message": f"invalid x-api-key {KEY}"}})
+        if len(seen) <= 3:  # an error that quotes the key, past the SDK's two retries
+            return Reply(status=500, body={"type": "error", "error": {
+                "type": "api_error", "message": f"internal error for key {KEY}"}})
         reply = task_completer(body)
         for block in reply.body["content"]:
             if block["type"] == "tool_use":
@@ -267,7 +267,7 @@ def test_the_api_key_never_reaches_audit_status_or_the_cli_output(hive: Hive) ->
 
     assert headers["authorization"] == f"Bearer {KEY}"  # the key did go where it belongs
     assert (hive.done_dir / "t1.md").is_file() and (hive.done_dir / "t2.md").is_file()
-    assert "401" in proc.stdout.decode() + hive.audit_path("worker").read_text()
+    assert "HTTP 500" in proc.stdout.decode() + hive.audit_path("worker").read_text()
     for where, text in [
         ("run stdout", proc.stdout.decode()), ("run stderr", proc.stderr.decode()),
         ("status stdout", status.stdout.decode()), ("status stderr", status.stderr.decode()),

@@ -24,7 +24,13 @@ from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.services import HiveServices
-from hivemind.errors import ConfigError, ModelError, UnknownAgentError, UserError
+from hivemind.errors import (
+    ConfigError,
+    ModelError,
+    ModelRequestError,
+    UnknownAgentError,
+    UserError,
+)
 from hivemind.hive.atomic import LoopFlusher
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
@@ -85,6 +91,7 @@ class CycleReport:
     messages_sent: int = 0
     stop_reason: str | None = None  # of the model's last reply
     retry: bool = False
+    retry_after: float | None = None  # seconds the API asked to wait before a retry
     started: float = field(default_factory=time.perf_counter)
 
     @property
@@ -345,7 +352,10 @@ class Agent:
             await self._rounds(cfg, request, report, task_ids, ctx, calls, said)
         except ModelError as exc:
             report.error = f"{type(exc).__name__}: {exc}"
-            report.retry = True
+            # A refused request (a bad key, no such model, too large) is not tried again
+            # until something new comes: the same request would be refused again.
+            report.retry = not isinstance(exc, ModelRequestError)
+            report.retry_after = exc.retry_after
         finally:
             self.audit.kick()
             if not _cancelling():

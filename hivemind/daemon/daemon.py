@@ -434,6 +434,8 @@ class Daemon:
         if report.retry:
             runner.failures += 1
             backoff = min(BACKOFF_MAX, self.options.backoff * 2 ** (runner.failures - 1))
+            # Never sooner than the API asked (its retry-after), however early the back-off.
+            backoff = max(backoff, report.retry_after or 0.0)
             runner.retry_at = time.monotonic() + backoff
             return
         runner.failures = 0

@@ -103,6 +103,15 @@ def _tool_use_block(call: ToolCall) -> ToolUseBlockParam:
     return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
 
 
+def _retry_after(header: str | None) -> float | None:
+    """Seconds from a retry-after header given in seconds (a date is not used)."""
+    try:
+        seconds = float(header) if header else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 < seconds < 86_400 else None
+
+
 def _tool_call(call_id: str, name: str, given: object) -> ToolCall:
     """The call as the model made it; input that is no JSON object is kept out (and
     said so) rather than failing the whole reply, whose tokens were paid for."""
@@ -207,7 +216,11 @@ class AnthropicProvider:
             prefix = f"{model}: HTTP {status}"
             if status in (429, 529):
                 what = "rate limited" if status == 429 else "overloaded"
-                raise ModelRateLimitError(f"{prefix} {what} after retries: {detail}") from e
+                wait = _retry_after(e.response.headers.get("retry-after"))
+                asked = f" (it asks to wait {wait:g} s)" if wait is not None else ""
+                limited = ModelRateLimitError(f"{prefix} {what} after retries{asked}: {detail}")
+                limited.retry_after = wait
+                raise limited from e
             if status == 408:
                 raise ModelConnectionError(f"{prefix} request timeout: {detail}") from e
             if 400 <= status < 500:
@@ -217,8 +230,10 @@ class AnthropicProvider:
                 ) from e
             raise ModelError(f"{prefix} server error after retries: {detail}") from e
         except anthropic.APITimeoutError as e:
+            tries = self._client.max_retries + 1
             raise ModelConnectionError(
                 f"{model}: no answer from {self.endpoint} within {self._timeout:g} s"
+                + (f" ({tries} tries)" if tries > 1 else "")
             ) from e
         except anthropic.APIConnectionError as e:
             cause = e.__cause__ or e
