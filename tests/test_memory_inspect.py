@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from typer.testing import CliRunner
 
 from hivemind.cli import inspect_cmd
 from hivemind.hive.layout import Hive
+from hivemind.ltm.store import LongTermMemory
 
 
 @pytest.fixture
@@ -96,6 +99,38 @@ def test_inspect_changes_nothing_on_disk(app: typer.Typer, example: Hive) -> Non
     after = sorted(str(p) for p in example.root.rglob("*"))
     assert before == after
     assert (example.tasks_dir / "notes.md").exists()
+
+
+def memory_rows(hive: Hive) -> list[tuple[object, ...]]:
+    with contextlib.closing(sqlite3.connect(hive.memory_db)) as db:
+        return db.execute("SELECT * FROM memories ORDER BY id").fetchall()
+
+
+def test_the_memories_the_agent_would_get_are_shown_and_left_untouched(
+    app: typer.Typer, example: Hive
+) -> None:
+    """Inspect opened no long-term memory: the memories a cycle puts into the context
+    were missing from what it showed. It reads them now, and records no use of them."""
+    (example.tasks_dir / "notes.md").unlink()
+    held = example.active_dir_for("lead")
+    held.mkdir(parents=True)
+    (held / "notes.md").write_text(  # claimed: its text is what memories are found for
+        "---\nid: notes-0-2\ntitle: Write the release notes\nproject: apollo\n---\n"
+        "Collect the changes for the release notes.\n"
+    )
+    with LongTermMemory(example) as ltm:
+        kept = ltm.remember("Release notes list every change, newest first.",
+                           agent="human", scope="project", project="apollo", importance=0.9)
+    rows_before = memory_rows(example)
+    before = sorted(str(p) for p in example.root.rglob("*"))
+
+    code, out = run(app, "lead", "--hive", str(example.root), "--json")
+
+    assert code == 0, out
+    ids = [b["id"] for b in json.loads(out)["blocks"] if b["kept"]]
+    assert f"memory:{kept.id}" in ids
+    assert sorted(str(p) for p in example.root.rglob("*")) == before
+    assert memory_rows(example) == rows_before  # no access recorded
 
 
 def test_unknown_agent_is_one_red_line_listing_the_agents(

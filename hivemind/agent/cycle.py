@@ -465,9 +465,11 @@ class Agent:
         return max(1_000, cfg.max_context_tokens - reserved)
 
     async def view(
-        self, cfg: AgentConfig, p: Perception, budget: int | None = None
+        self, cfg: AgentConfig, p: Perception, budget: int | None = None, *,
+        looking: bool = False,
     ) -> ContextView:
-        """Select and build as the cycle does; the ROM entry becomes the system prompt."""
+        """Select and build as the cycle does; the ROM entry becomes the system prompt.
+        `looking`: only to show it (`hivemind inspect`): no memory is marked as used."""
         focus = " ".join(
             [r.task.title + " " + r.task.body[:500] for r in p.active.values()]
             + [m.message.subject for m in p.unread]
@@ -475,7 +477,7 @@ class Agent:
         self.scorer.set_task(focus)
         team = team_text(self.name, p.team)
         budget = budget or max(1_000, self.budget_for(cfg) - self.s.counter.count(team))
-        recalled = self._recall_memories(cfg, p, focus, budget)
+        recalled = self._recall_memories(cfg, p, focus, budget, touch=not looking)
         selection = self.selector.select(self.working.blocks(), budget)
         built = await self.s.builder.build(selection, budget)
         rom = [e for e in built.entries if e["metadata"].get("type") == BlockType.ROM.value]
@@ -492,7 +494,7 @@ class Agent:
         )
 
     def _recall_memories(
-        self, cfg: AgentConfig, p: Perception, focus: str, budget: int
+        self, cfg: AgentConfig, p: Perception, focus: str, budget: int, *, touch: bool = True
     ) -> dict[str, Any] | None:
         """Long-term memories for the work at hand become CONTEXT blocks (memory share)."""
         for block in self.working.by_type(BlockType.CONTEXT):
@@ -506,7 +508,7 @@ class Agent:
         found = ltm.context_for(
             focus, agent=self.name, project=ref.task.project if ref else None,
             task_id=ref.task.id if ref else None, max_tokens=share,
-            count_tokens=self.s.counter.count,
+            count_tokens=self.s.counter.count, touch=touch,
         )
         for m in found:
             self.working.add(ContextBlock(

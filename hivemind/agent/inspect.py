@@ -17,6 +17,7 @@ from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.models import TaskState
 from hivemind.hive.taskref import TaskRef
 from hivemind.llm.offline import OfflineProvider
+from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import AnyBlock
 
 
@@ -52,6 +53,19 @@ async def inspect_agent(hive: Hive, name: str, budget: int | None = None) -> dic
         known = ", ".join(names) if names else "none (add agents/<name>/ROM.md)"
         raise UnknownAgentError(f"no agent named {name!r} in {hive.root}; agents: {known}")
     services = HiveServices.open(hive, OfflineProvider())
+    if hive.memory_db.exists():  # the memories the agent would get too (none is created)
+        services.ltm = LongTermMemory(hive, services.config.memory,
+                                      services.config.agents.retrieval)
+    try:
+        return await _inspect(hive, name, services, budget)
+    finally:
+        if services.ltm is not None:
+            services.ltm.close()
+
+
+async def _inspect(
+    hive: Hive, name: str, services: HiveServices, budget: int | None
+) -> dict[str, Any]:
     agent = Agent(name, services)
     cfg = agent.config()
     if cfg is None:
@@ -72,7 +86,7 @@ async def inspect_agent(hive: Hive, name: str, budget: int | None = None) -> dic
             block.status = "pending"
             agent.working.add(block)
             waiting += 1
-    view = await agent.view(cfg, p, budget)
+    view = await agent.view(cfg, p, budget, looking=True)
     kept_rows = [
         _row(b, view.built.token_counts[b.id], True, view.built.notes.get(b.id, ""))
         for b in view.selection.kept

@@ -239,16 +239,19 @@ class LongTermMemory:
         count_tokens: Callable[[str], int],
         at: datetime | None = None,
         goal: str | None = None,
+        touch: bool = True,
     ) -> list[ScoredMemory]:
         """Memories for the prompt within `max_tokens` (the memory share of the budget):
-        40 % task, 40 % project, 20 % global; a tier's unused share goes to the others."""
+        40 % task, 40 % project, 20 % global; a tier's unused share goes to the others.
+        `touch=False` (a look, as `hivemind inspect` takes) records no access."""
         now = at or utcnow()
         ranked = self.recall(
             query, agent=agent, project=project, task_id=task_id, k=50, at=now, goal=goal,
             record_access=False,
         )  # fmt: skip
         picked = fit_budget(ranked, max_tokens, count_tokens, TIER_SHARES)
-        self._accessed(picked, task_id, now)
+        if touch:
+            self._accessed(picked, task_id, now)
         return picked
 
     # -- task end, reflection ----------------------------------------------------
