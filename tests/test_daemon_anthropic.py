@@ -85,17 +85,12 @@ def test_a_lone_surrogate_in_a_tool_call_is_replaced_not_fatal(hive: Hive) -> No
     write_agent(hive, "worker")
     write_task(hive, "t1")
 
-    def model(body: Any) -> Reply:
-        if not scripted_model.is_first_round(body):
-            return scripted_model.text_reply("done")
-        return Reply(body=message_body([
+    with FakeAnthropic() as api:
+        api.responder = scripted_model.scripted([
             scripted_model.tool_use(1, "write_file", path="workspace/caf\ud800.md",
                                     content="caf\ud800 ok"),
             scripted_model.tool_use(2, "complete_task", task_id="t1", result="half \udc80"),
-        ], stop_reason="tool_use"))
-
-    with FakeAnthropic() as api:
-        api.responder = model
+        ])
         daemon = run_until_idle(hive, provider(api))
 
     assert daemon.exit_reason == "idle"
@@ -112,16 +107,11 @@ def test_a_tool_call_whose_input_is_no_object_fails_alone(hive: Hive, bad_input:
     write_agent(hive, "worker")
     write_task(hive, "t1")
 
-    def model(body: Any) -> Reply:
-        if not scripted_model.is_first_round(body):
-            return scripted_model.text_reply("done")
-        return Reply(body=message_body([
+    with FakeAnthropic() as api:
+        api.responder = scripted_model.scripted([
             {"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": bad_input},
             scripted_model.tool_use(2, "complete_task", task_id="t1", result="finished"),
-        ], stop_reason="tool_use"))
-
-    with FakeAnthropic() as api:
-        api.responder = model
+        ])
         daemon = run_until_idle(hive, provider(api))
         told = scripted_model.last_results(api.message_requests[1].body)
 

@@ -27,12 +27,18 @@ def line(**fields: object) -> str:
     return json.dumps(fields)
 
 
-def test_an_update_without_an_embedder_keeps_the_vector_of_the_same_text(
-    tmp_path: Path,
-) -> None:
+def stored_with_a_vector(tmp_path: Path) -> Path:
+    """A store holding memory v1, imported with an embedder (so it has a vector)."""
     db = tmp_path / "memory.db"
     with LongTermMemory(db, embedder=LengthEmbedder()) as ltm:
         ltm.import_jsonl([line(id="v1", content="pad 39A is booked")])
+    return db
+
+
+def test_an_update_without_an_embedder_keeps_the_vector_of_the_same_text(
+    tmp_path: Path,
+) -> None:
+    db = stored_with_a_vector(tmp_path)
     with LongTermMemory(db) as ltm:
         report = ltm.import_jsonl([line(id="v1", content="pad 39A is booked", importance=0.9)])
         record = ltm.backend.get("v1")
@@ -44,9 +50,7 @@ def test_an_update_without_an_embedder_keeps_the_vector_of_the_same_text(
 def test_an_update_of_the_text_without_an_embedder_drops_the_stale_vector(
     tmp_path: Path,
 ) -> None:
-    db = tmp_path / "memory.db"
-    with LongTermMemory(db, embedder=LengthEmbedder()) as ltm:
-        ltm.import_jsonl([line(id="v1", content="pad 39A is booked")])
+    db = stored_with_a_vector(tmp_path)
     with LongTermMemory(db) as ltm:
         ltm.import_jsonl([line(id="v1", content="pad 39B is booked for July")])
         record = ltm.backend.get("v1")

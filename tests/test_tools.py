@@ -14,7 +14,7 @@ from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.memory.blocks import BlockType
 from hivemind.memory.manager import WorkingMemoryManager
-from hivemind.tools import default_registry
+from hivemind.tools import default_registry, filewalk
 from hivemind.tools.base import ToolContext
 from tests.helpers import write_agent, write_task
 
@@ -179,3 +179,14 @@ async def test_create_task_delegates_with_reply_to_the_creator(hive: Hive) -> No
 
 def test_the_tool_names_a_rom_may_allow_are_the_registrys() -> None:
     assert default_registry().names == list(TOOL_NAMES)
+
+
+def crowded_workspace(hive: Hive, monkeypatch: pytest.MonkeyPatch, first: str, text: str) -> None:
+    """workspace/<first> holding `text`, then workspace/crowd/ of ten such files, in a
+    walk that finds a folder of more than five entries too big to read."""
+    monkeypatch.setattr(filewalk, "MAX_FOLDER_ENTRIES", 5)
+    (hive.workspace_dir / first).write_text(text)
+    crowd = hive.workspace_dir / "crowd"
+    crowd.mkdir()
+    for i in range(10):
+        (crowd / f"f{i}{Path(first).suffix}").write_text(text)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hivemind.hive.layout import Hive
-from hivemind.tools import files, filewalk
-from tests.test_tools import call, make_ctx
+from hivemind.tools import files
+from tests.test_tools import call, crowded_workspace, make_ctx
 
 
 async def test_a_dangling_link_is_listed_with_the_rest(hive: Hive, tmp_path: Path) -> None:
@@ -58,12 +58,7 @@ async def test_a_special_file_is_listed_without_being_opened(hive: Hive) -> None
 async def test_a_folder_too_big_to_read_stops_the_listing_there(
     hive: Hive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(filewalk, "MAX_FOLDER_ENTRIES", 5)
-    (hive.workspace_dir / "a.txt").write_text("a")
-    crowd = hive.workspace_dir / "crowd"
-    crowd.mkdir()
-    for i in range(10):
-        (crowd / f"f{i}.txt").write_text("x")
+    crowded_workspace(hive, monkeypatch, "a.txt", "a")
     ctx = make_ctx(hive)
 
     content, is_error = await call(ctx, "list_files", path="workspace")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from hivemind.hive.layout import Hive
-from hivemind.tools import filesearch, filewalk, searchpattern
-from tests.test_tools import call, make_ctx
+from hivemind.tools import filesearch, searchpattern
+from tests.test_tools import call, crowded_workspace, make_ctx
 
 
 async def test_a_pattern_that_backtracks_without_end_is_stopped(
@@ -117,12 +117,7 @@ async def test_a_search_past_its_time_says_where_it_stopped(
 async def test_a_folder_too_big_to_read_stops_the_search_there(
     hive: Hive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(filewalk, "MAX_FOLDER_ENTRIES", 5)
-    (hive.workspace_dir / "a.md").write_text("needle\n")
-    crowd = hive.workspace_dir / "crowd"
-    crowd.mkdir()
-    for i in range(10):
-        (crowd / f"f{i}.md").write_text("needle\n")
+    crowded_workspace(hive, monkeypatch, "a.md", "needle\n")
     ctx = make_ctx(hive)
 
     content, is_error = await call(ctx, "search_files", pattern="needle")

@@ -11,10 +11,10 @@ from typing import Any
 from hivemind.agent.cycle import Agent
 from hivemind.agent.perceive import perceive, task_block
 from hivemind.agent.services import HiveServices
-from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
-from hivemind.hive.frontmatter import read_task
-from hivemind.hive.layout import Hive, is_temp_name
-from hivemind.hive.models import TaskState
+from hivemind.errors import ConfigError, UnknownAgentError
+from hivemind.hive.layout import Hive
+from hivemind.hive.listing import read_each
+from hivemind.hive.models import Task, TaskState
 from hivemind.hive.taskref import TaskRef
 from hivemind.llm.offline import OfflineProvider
 from hivemind.ltm.store import LongTermMemory
@@ -22,17 +22,13 @@ from hivemind.memory.blocks import AnyBlock
 
 
 def _pending_read_only(hive: Hive) -> list[TaskRef]:
-    """Pending tasks as they are now; unlike the board's scan, moves nothing."""
-    refs = []
-    for path in sorted(hive.tasks_dir.glob("*.md")):
-        if is_temp_name(path.name) or not path.is_file() or path.is_symlink():
-            continue
-        try:
-            task = read_task(path)
-        except (FileFormatError, OSError):
-            continue  # the daemon will quarantine it; `hivemind status` shows why
-        refs.append(TaskRef(task, path, TaskState.PENDING, None, path.stat().st_mtime))
-    return refs
+    """Pending tasks as they are now; unlike the board's scan, moves nothing (one that
+    cannot be read is left out: the daemon rejects it, `hivemind status` says why)."""
+    return sorted(
+        (TaskRef(task, path, TaskState.PENDING, None, st.st_mtime)
+         for path, st, task in read_each(hive.tasks_dir) if isinstance(task, Task)),
+        key=lambda ref: ref.path,
+    )
 
 
 def _row(block: AnyBlock, tokens: int, kept: bool, reason: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.hive.leftovers import sweep_temps
 from hivemind.hive.models import AgentConfig, HiveConfig
+from hivemind.hive.statcache import Sig, sig_of
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 from hivemind.llm.base import Provider
 from hivemind.ltm.store import LongTermMemory
@@ -487,11 +489,13 @@ class Daemon:
         edit that seems to do nothing, or a broken file the daemon seems to accept)."""
         path = self.hive.config_file
         started_with = _bytes_of(path)
-        told = started_with
+        told, seen = started_with, _sig_of(path)
         while not self.stopping.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), self.config.daemon.rescan_interval)
-            now = _bytes_of(path)
+            if (sig := _sig_of(path)) == seen:
+                continue  # one stat a rescan interval while nothing changes
+            seen, now = sig, _bytes_of(path)
             if now == told:
                 continue
             told = now
@@ -562,6 +566,13 @@ class Daemon:
             elif time.monotonic() - self._last_activity > max(2.0, 4 * settle):
                 self.stalled = state
                 self.stop("stalled")
+
+
+def _sig_of(path: Path) -> Sig | None:
+    try:
+        return sig_of(os.stat(path))
+    except OSError:
+        return None
 
 
 def _bytes_of(path: Path) -> bytes | None:

@@ -33,15 +33,22 @@ def writer_pid(name: str) -> int | None:
     return pid
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: object, *, if_unsure: bool = True) -> bool:
+    """True if `pid` names a live process (another user's counts). `if_unsure`: the
+    answer for what is no pid one can ask about (0, -1 and the like would ask about a
+    whole process group): keep a temp file, say, but call no daemon running."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return if_unsure
     if pid == os.getpid():
         return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OverflowError):
-        return True  # another user's process, or not a pid we can ask about
+    except PermissionError:
+        return True  # another user's process
+    except OverflowError:
+        return if_unsure
     return True
 
 
@@ -78,7 +85,7 @@ def sweep_temps(hive: Hive) -> list[Path]:
             if pid is None or not entry.is_file(follow_symlinks=False):
                 continue
             if pid not in alive:
-                alive[pid] = _alive(pid)
+                alive[pid] = pid_alive(pid)
             if alive[pid]:
                 continue
             try:

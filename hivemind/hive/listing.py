@@ -7,6 +7,7 @@ Listing never moves a file: an unreadable one in tasks/ is shown with its proble
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from pydantic import BaseModel
 from hivemind.errors import FileFormatError
 from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
+from hivemind.hive.models import Task
 from hivemind.hive.quarantine import REASON_SUFFIX
 from hivemind.hive.taskref import md_files
 
@@ -63,21 +65,35 @@ def _folders(hive: Hive, state: str) -> Iterator[tuple[Path, str | None]]:
                "rejected": hive.rejected_dir}[state], None  # fmt: skip
 
 
+def read_each(folder: Path) -> Iterator[tuple[Path, os.stat_result, Task | str]]:
+    """Each task file of `folder` with its lstat, and its task or the problem that keeps
+    it from being read (a link is not followed). Moves nothing, unlike the board."""
+    for path, st in md_files(folder):
+        if not stat.S_ISREG(st.st_mode):
+            yield path, st, "not a regular file (a link is not read)"
+            continue
+        try:
+            yield path, st, read_task(path)
+        except FileFormatError as exc:
+            yield path, st, exc.reason
+        except OSError as exc:
+            yield path, st, str(exc.strerror)
+
+
 def _listed(hive: Hive, state: str) -> Iterator[ListedTask]:
     for folder, holder in _folders(hive, state):
-        for path, st in md_files(folder):
+        if state == "rejected":
+            for path, st in md_files(folder):
+                yield ListedTask(state=state, id=path.stem, path=hive.relative(path),
+                                 changed_at=datetime.fromtimestamp(st.st_mtime, UTC),
+                                 problem=_reason(path))  # fmt: skip
+            continue
+        for path, st, task in read_each(folder):
             when = datetime.fromtimestamp(st.st_mtime, UTC)
             shown = hive.relative(path)
-            if state == "rejected":
+            if isinstance(task, str):
                 yield ListedTask(state=state, id=path.stem, path=shown, changed_at=when,
-                                 problem=_reason(path))  # fmt: skip
-                continue
-            try:
-                task = read_task(path)
-            except (FileFormatError, OSError) as exc:
-                problem = exc.reason if isinstance(exc, FileFormatError) else str(exc.strerror)
-                yield ListedTask(state=state, id=path.stem, path=shown, changed_at=when,
-                                 problem=problem)  # fmt: skip
+                                 problem=task)  # fmt: skip
                 continue
             agent = holder or (task.agent if state in ("done", "failed") else None)
             yield ListedTask(

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
+from hivemind.hive.leftovers import pid_alive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.models import AgentSettings, TaskState
 from hivemind.hive.quarantine import rejected
@@ -65,19 +66,6 @@ def _mailboxes(hive: Hive, agents: list[str]) -> dict[str, int]:
     return {name: Mailbox(hive, name).count_unread() for name in sorted(names)}
 
 
-def pid_alive(pid: object) -> bool:
-    """True if `pid` names a live process (another user's counts)."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return False  # 0 and -1 would ask about a whole process group, not one process
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _daemon(hive: Hive) -> Any:
     """status.json, with `running` checked against the process: a killed daemon (SIGKILL,
     power loss) never wrote its last status, so the file alone still says running."""
@@ -91,7 +79,7 @@ def _daemon(hive: Hive) -> Any:
         return {"error": f"{shown} is not readable ({reason})"}
     if not isinstance(data, dict):
         return {"error": f"{shown} is not readable (not a JSON object)"}
-    if data.get("running") and not pid_alive(data.get("pid")):
+    if data.get("running") and not pid_alive(data.get("pid"), if_unsure=False):
         data.update(running=False, killed=True)
     return data
 

@@ -140,15 +140,24 @@ def valid_text(value: Any) -> Any:
     return value
 
 
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return not value.isascii() and _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
 def with_valid_text(response: ModelResponse) -> ModelResponse:
-    """`response`, its text and tool inputs passed through `valid_text` (the same object
-    when they need nothing: almost always)."""
-    text, calls = valid_text(response.text), response.tool_calls
-    fixed = [c if (i := valid_text(c.input)) == c.input else c.model_copy(update={"input": i})
-             for c in calls]
-    if text == response.text and all(a is b for a, b in zip(fixed, calls, strict=True)):
+    """`response`, its text and tool inputs passed through `valid_text`: the same object,
+    after a look that copies nothing, when they need nothing (almost always)."""
+    calls = response.tool_calls
+    if not _has_surrogate(response.text) and not any(_has_surrogate(c.input) for c in calls):
         return response
-    return response.model_copy(update={"text": text, "tool_calls": fixed})
+    fixed = [c.model_copy(update={"input": valid_text(c.input)}) for c in calls]
+    return response.model_copy(update={"text": valid_text(response.text), "tool_calls": fixed})
 
 
 @runtime_checkable
