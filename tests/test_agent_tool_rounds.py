@@ -174,7 +174,7 @@ async def run_round(
     response = ModelResponse(
         tool_calls=calls, stop_reason="tool_use", model="offline", provider="offline"
     )
-    return await agent._run_calls(ctx, response, cfg, [] if log is None else log)
+    return await agent.tool_runner.run_calls(ctx, response, cfg, [] if log is None else log)
 
 
 def errors(results: list[ToolResult]) -> list[str]:

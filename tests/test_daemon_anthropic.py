@@ -141,6 +141,43 @@ def test_a_refusal_is_an_error_the_user_sees_not_a_silent_success(hive: Hive) ->
     assert (hive.active_dir_for("worker") / "t1.md").is_file()
 
 
+def test_a_reply_of_nothing_is_an_error_the_user_sees(hive: Hive) -> None:
+    """An end_turn reply with no text and no tool call counted as a good cycle: the
+    task stayed active with no trace of why."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = lambda _body: Reply(body=message_body([]))
+        daemon = run_until_idle(hive, provider(api))
+
+    said = "the model answered with nothing: no text and no tool call (stop_reason end_turn)"
+    assert daemon.exit_reason == "stalled"
+    assert daemon.runners["worker"].agent.last_error == said
+    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert (cycle["stop_reason"], cycle["error"]) == ("end_turn", said)
+    assert (hive.active_dir_for("worker") / "t1.md").is_file()
+
+
+def test_an_empty_reply_after_the_tool_calls_ends_the_cycle_well(hive: Hive) -> None:
+    """Claude often ends its turn with nothing more to say once its calls are done."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    replies = iter([
+        Reply(body=message_body(
+            [scripted_model.tool_use(1, "complete_task", task_id="t1", result="ok")],
+            stop_reason="tool_use")),
+        Reply(body=message_body([])),
+    ])
+    with FakeAnthropic() as api:
+        api.responder = lambda _body: next(replies)
+        daemon = run_until_idle(hive, provider(api))
+
+    assert daemon.exit_reason == "idle"
+    assert (hive.done_dir / "t1.md").is_file()
+    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert cycle["error"] is None
+
+
 def test_the_next_cycle_waits_as_long_as_the_api_asked(hive: Hive) -> None:
     """The SDK honours retry-after, but the daemon's own back-off called again after
     2 s and 4 s when asked for 8."""

@@ -13,17 +13,16 @@ import contextlib
 import json
 import logging
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.budget import BudgetTracker, start_of_day
-from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.services import HiveServices
+from hivemind.agent.toolrun import ToolRunner, short
 from hivemind.errors import (
     ConfigError,
     ModelError,
@@ -39,8 +38,6 @@ from hivemind.llm.base import (
     AssistantTurn,
     ModelRequest,
     ModelResponse,
-    ToolCall,
-    ToolResult,
     ToolResultsTurn,
     ToolSpec,
     Turn,
@@ -54,18 +51,15 @@ from hivemind.memory.builder import BuiltContext
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.memory.relevance import RelevanceScorer
 from hivemind.memory.selector import MemorySelector, Selection
-from hivemind.tools.base import Footprint, ToolContext, canonical_call
-from hivemind.tools.memory import end_task_memory
+from hivemind.tools.base import ToolContext
 
 logger = logging.getLogger(__name__)
 
-SUMMARY_CHARS = 300
 FINISHED_ID = "context:finished"
 FINISHED_KEPT = 20
 RECORD_FLUSH_DELAY = 0.05  # s a cycle record may wait to ride with another flush
 DAY_SPENT = "daily budget spent"  # why a cycle did not run: the agent is paused
 TASKS_SPENT = "task budgets spent"  # ...: every task it had was stopped by its budget
-NO_TASK = "-"  # the loop breaker's key for calls made while no task is held
 
 
 @dataclass
@@ -111,34 +105,10 @@ def common_prefix_length(a: str, b: str) -> int:
     return lo
 
 
-def _short(value: Any, limit: int = SUMMARY_CHARS) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def _cancelling() -> bool:
     """True while the running task is being cancelled (its cycle cut short)."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def _finished(result: ToolResult) -> asyncio.Task[ToolResult]:
-    """A result that needs no running, as a task among the round's others."""
-
-    async def ready() -> ToolResult:
-        return result
-
-    return asyncio.ensure_future(ready())
-
-
-def _cut_call(call: ToolCall, max_tokens: int) -> ToolResult:
-    return ToolResult(
-        tool_use_id=call.id,
-        is_error=True,
-        content=(f"not run: your reply reached max_tokens ({max_tokens} output tokens) inside "
-                 f"this {call.name} call, so its input may be cut short; call it again with "
-                 "shorter input (write long text in parts)"),
-    )
 
 
 @dataclass
@@ -177,8 +147,7 @@ class Agent:
         self.cycle_no = 0
         self.budget = BudgetTracker()
         self.seen: set[str] = set()
-        self.loops: dict[str, Counter[str]] = {}  # per task held (or NO_TASK): call → times
-        self._repeated: dict[str, str] = {}  # the keys whose call reached the limit this round
+        self.tool_runner = ToolRunner(name, services, self.working)
         self.config_error: str | None = None
         self._audited_error: str | None = None
         self._gone = False  # its ROM.md is missing (see `config`)
@@ -251,8 +220,7 @@ class Agent:
             return report
         # Repeats count per task while the agent holds it; while it holds none, within
         # one cycle.
-        self.loops = {k: v for k, v in self.loops.items() if k in p.active}
-        self._repeated = {}
+        self.tool_runner.start_cycle(self.cycle_no + 1, list(p.active))
         with LoopFlusher.of(asyncio.get_running_loop()).using():
             await self._think(cfg, p, report)
         report.duration_ms = (time.perf_counter() - report.started) * 1000
@@ -394,6 +362,12 @@ class Agent:
                     # Not retried (the same input would be refused again), but never
                     # silent: the task it holds stays, and status and the log say why.
                     report.error = "the model refused to answer (stop_reason refusal)"
+                elif not turns and not response.text and response.stop_reason != "max_tokens":
+                    # Nothing said and nothing done in the whole cycle: as with a refusal,
+                    # the input counts as seen (the same request would likely get the same
+                    # nothing), but status and the log say so.
+                    report.error = (f"the model answered with nothing: no text and no "
+                                    f"tool call (stop_reason {response.stop_reason})")
                 if response.stop_reason == "max_tokens":
                     # A reply cut short is a failed call: retried after a back-off.
                     report.error = (f"the reply was cut at max_output_tokens="
@@ -401,9 +375,9 @@ class Agent:
                     report.retry = True
                 return
             started = time.perf_counter()
-            results = await self._run_calls(ctx, response, cfg, calls)
+            results = await self.tool_runner.run_calls(ctx, response, cfg, calls)
             report.tools_ms += (time.perf_counter() - started) * 1000
-            stop = self._break_loops(ctx, response.tool_calls, results, calls)
+            stop = self.tool_runner.break_loops(ctx, response.tool_calls, results, calls)
             turns = [*turns, AssistantTurn(text=response.text, tool_calls=response.tool_calls),
                      ToolResultsTurn(results=results)]
             if stop:
@@ -549,80 +523,6 @@ class Agent:
         self.budget.record(response.usage.total_input + response.usage.output_tokens, task_ids)
         return with_valid_text(response)
 
-    async def _run_calls(
-        self, ctx: ToolContext, response: ModelResponse, cfg: AgentConfig,
-        calls: list[dict[str, Any]],
-    ) -> list[ToolResult]:
-        """Run one round's tool calls; each is also appended to `calls`, in order.
-
-        The calls of a round were written together, blind to each other's results, so
-        they run overlapped: each starts in call order and does its file work at once,
-        then all wait for the disk together (one flush for the round, see
-        `atomic.LoopFlusher`) and make their files visible in call order. A call whose
-        footprint conflicts with an unfinished earlier one (it reads what that one
-        writes) first waits for the round so far: it sees every earlier effect, as if
-        the calls had run one by one.
-        """
-        cut = response.stop_reason == "max_tokens"
-        running: list[asyncio.Task[ToolResult]] = []
-        touched = Footprint.of()  # what the unfinished calls read and write, together
-        started: list[asyncio.Task[ToolResult]] = []
-        try:
-            for i, call in enumerate(response.tool_calls):
-                if cut and i == len(response.tool_calls) - 1:
-                    # Only the last block can be cut short: its input may be half of it.
-                    started.append(_finished(_cut_call(call, cfg.max_output_tokens)))
-                    continue
-                footprint = self.s.tools.footprint(call)
-                if running and footprint.after(touched):
-                    await asyncio.wait(running)
-                    running, touched = [], Footprint.of()
-                task = asyncio.ensure_future(self._run_tool(ctx, call))
-                running.append(task)
-                touched = touched.union(footprint)
-                started.append(task)
-        finally:
-            # Every call started runs to its end, whatever happens to the others (a tool's
-            # bug propagates, but only once the round's files are consistent).
-            if started:
-                await asyncio.wait(started)
-        results = [t.result() for t in started]
-        for call, result in zip(response.tool_calls, results, strict=True):
-            calls.append({"name": call.name, "input": call.input,
-                          "result": _short(result.content), "error": result.is_error})
-        return results
-
-    async def _run_tool(self, ctx: ToolContext, call: ToolCall) -> ToolResult:
-        # The tasks it is for, among those still held (a task finished earlier in the
-        # cycle is no longer any call's); none held: counted under NO_TASK.
-        concerned = concerned_tasks(call.input, list(ctx.active_tasks))
-        canonical = canonical_call(call)
-        limit = self.s.config.daemon.loop_breaker
-        over = True
-        for key in concerned or [NO_TASK]:
-            counts = self.loops.setdefault(key, Counter())
-            counts[canonical] += 1
-            if counts[canonical] >= limit:
-                self._repeated.setdefault(key, canonical)  # `_break_loops` acts on it
-            over = over and counts[canonical] > limit
-        if over:  # past the limit in this round already: its effects are not repeated
-            result = ToolResult(tool_use_id=call.id, is_error=True,
-                                content=f"not run: the same call was made {limit} times")
-        else:
-            result = await self.s.tools.execute(ctx, call)
-        # Recorded as the call ends: a task finished later in the round consolidates the
-        # steps that led to it (its own: see `concerned_tasks`).
-        self.working.add(
-            HistoryBlock(
-                action=call.name,
-                detail=_short(call.input, 200),
-                result=("error: " if result.is_error else "") + _short(result.content, 200),
-                priority=Priority.MEDIUM,
-                metadata={"task_ids": concerned, "cycle": self.cycle_no},
-            )
-        )
-        return result
-
     def _compact_history(self, ctx: ToolContext) -> None:
         """A finished task's steps shrink to one line: its outcome (the steps that mattered
         were consolidated into long-term memory at its end)."""
@@ -641,41 +541,6 @@ class Agent:
             id=FINISHED_ID, context_type="finished_tasks", priority=Priority.LOW,
             summary="\n".join(["Tasks you finished recently:", *lines[-FINISHED_KEPT:]]),
         ))
-
-    def _break_loops(self, ctx: ToolContext, round_calls: list[ToolCall],
-                     results: list[ToolResult], log: list[dict[str, Any]]) -> bool:
-        """The same call repeated `loop_breaker` times for a task stops that task; its
-        other tasks go on. Repeated while no task is held, it ends the cycle. The
-        results of the repeated calls (and their audit entries) say so. True if the
-        cycle must end: that, or no task is left after a stop."""
-        limit = self.s.config.daemon.loop_breaker
-        end = stopped = False
-        tripped, self._repeated = self._repeated, {}
-        for key, repeated in tripped.items():
-            self.loops.pop(key, None)
-            reason = (f"stopped: the same tool call was repeated {limit} times "
-                      f"({_short(repeated, 120)})")
-            if key != NO_TASK:
-                ref = ctx.active_tasks.pop(key, None)
-                if ref is None:
-                    continue  # finished earlier in the cycle: nothing left to stop
-                self.s.board.fail(ref, reason, self.name, final=True)
-                ctx.effects.tasks_failed.append(key)
-                end_task_memory(ctx, ref, success=False)
-                self.s.task_changed()
-                stopped = True
-                note = f"[hivemind] task {key} was {reason}; it is in tasks/failed/"
-            else:
-                end = True
-                note = f"[hivemind] this cycle was {reason}"
-            first = len(log) - len(round_calls)
-            for i, call in enumerate(round_calls):
-                if canonical_call(call) == repeated:
-                    content = f"{results[i].content}\n{note}"
-                    results[i] = ToolResult(tool_use_id=results[i].tool_use_id, is_error=True,
-                                            content=content)
-                    log[first + i].update(result=_short(content), error=True)
-        return end or (stopped and not ctx.active_tasks)
 
     def _tools_json(self, tools: list[ToolSpec]) -> str:
         """The tool definitions as sent; the registry hands out the same spec objects
@@ -717,7 +582,7 @@ class Agent:
             if report.cost is None and report.usage.total_input + report.usage.output_tokens:
                 report.unpriced_model = ctx.config.model
         if text:
-            self.working.add(HistoryBlock(action="said", detail=_short(text, 500),
+            self.working.add(HistoryBlock(action="said", detail=short(text, 500),
                                           priority=Priority.MEDIUM))
         self.audit.write(
             "cycle",
@@ -733,7 +598,7 @@ class Agent:
             usage=report.usage.model_dump(),
             cost=report.cost,
             tool_calls=calls,
-            text=_short(text, 1000),
+            text=short(text, 1000),
             effects={
                 "messages_sent": fx.messages_sent, "files_written": fx.files_written,
                 "tasks_created": fx.tasks_created, "tasks_completed": fx.tasks_completed,
