@@ -14,13 +14,14 @@ import itertools
 import os
 import re
 import secrets
+import stat
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Final, Literal, TypeVar, cast
 
 # link(2) refused for reasons that say "this filesystem cannot", not "the name is taken".
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS}
@@ -454,10 +455,34 @@ class LoopFlusher:
         self._start()
 
 
-def atomic_write_steps(path: Path, text: str, *, fsync: bool = True) -> Steps[None]:
-    """Replace `path` with `text` in one step: readers see the old or the new file."""
+KEEP_MODE: Final = "keep"
+"""`atomic_write`'s `mode` that looks up the permission bits of the file replaced."""
+
+
+def _regular_file_mode(path: Path) -> int | None:
+    """The permission bits of the regular file at `path`, which a write would replace;
+    None if there is none (a new file gets the default mode)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+def atomic_write_steps(
+    path: Path, text: str, *, fsync: bool = True, mode: int | Literal["keep"] | None = KEEP_MODE
+) -> Steps[None]:
+    """Replace `path` with `text` in one step: readers see the old or the new file.
+
+    The new file keeps the permission bits of the one it replaces: found by an lstat
+    (`KEEP_MODE`), or given by a caller that has just stat'ed `path` (an int; None
+    when nothing is there, which spends no syscall on the mode)."""
+    if mode == KEEP_MODE:
+        mode = _regular_file_mode(path)
     tmp = write_temp(path.parent, path.name, text.encode("utf-8"), fsync=False)
     try:
+        if isinstance(mode, int):
+            os.chmod(tmp, mode)  # before the rename: no reader sees the new file without it
         if fsync:
             yield [tmp]
         os.replace(tmp, path)
@@ -466,9 +491,12 @@ def atomic_write_steps(path: Path, text: str, *, fsync: bool = True) -> Steps[No
         raise
 
 
-def atomic_write(path: Path, text: str, *, fsync: bool = True) -> None:
-    """Replace `path` with `text` in one step: readers see the old or the new file."""
-    run(atomic_write_steps(path, text, fsync=fsync))
+def atomic_write(
+    path: Path, text: str, *, fsync: bool = True, mode: int | Literal["keep"] | None = KEEP_MODE
+) -> None:
+    """Replace `path` with `text` in one step: readers see the old or the new file, with
+    the old one's permission bits (see `atomic_write_steps`)."""
+    run(atomic_write_steps(path, text, fsync=fsync, mode=mode))
 
 
 def _load_renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:

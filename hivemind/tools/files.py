@@ -38,6 +38,11 @@ class ReadFileInput(BaseModel):
     path: str = Field(description="Path relative to the hive root, e.g. workspace/notes.md")
     start_line: int | None = Field(default=None, ge=1, description="First line (1-based)")
     end_line: int | None = Field(default=None, ge=1, description="Last line (inclusive)")
+    start_char: int = Field(
+        default=0, ge=0,
+        description="Characters of start_line to skip (0-based): reads on within a line "
+        "too long to show whole, where its cut note says",
+    )
 
 
 class WriteFileInput(BaseModel):
@@ -74,13 +79,14 @@ async def read_file(ctx: ToolContext, args: ReadFileInput) -> str:
     rel = ctx.hive.relative(path)
     start = args.start_line or 1
     part = await asyncio.to_thread(
-        read_excerpt, path, rel, start, args.end_line, READ_BUDGET, MAX_READ_LINES
+        read_excerpt, path, rel, start, args.end_line, READ_BUDGET, MAX_READ_LINES,
+        args.start_char,
     )
     if part.total == 0:
         ctx.working.add(FileBlock(location=rel, priority=Priority.HIGH))
         return f"{rel} is empty"
     of = f"of {part.total}" if part.total is not None else f"of a {part.size} byte file"
-    whole = start == 1 and part.last == part.total and not part.cut_note
+    whole = start == 1 and part.last == part.total and not part.cut_note and not part.first_char
     ranged = args.start_line is not None or args.end_line is not None or not whole
     # Pin what was shown, so the next cycles keep it in view without another call.
     ctx.working.add(
@@ -98,18 +104,36 @@ async def read_file(ctx: ToolContext, args: ReadFileInput) -> str:
         tail = "\n".join(
             filter(None, [tail, f"[... {left}; ask for start_line={part.last + 1}]"])
         )
-    return "\n".join(filter(None, [f"{rel} (lines {start}-{part.last} {of})", part.body, tail]))
+    within = f", line {start} from character {part.first_char}" if part.first_char else ""
+    header = f"{rel} (lines {start}-{part.last} {of}{within})"
+    return "\n".join(filter(None, [header, part.body, tail]))
 
 
-async def _atomic_write(path: Path, content: str, fsync: bool) -> None:
-    """Write inline (microseconds); only the wait for the disk goes to a worker thread."""
+async def _atomic_write(path: Path, content: str, fsync: bool, mode: int | None) -> None:
+    """Write inline (microseconds); only the wait for the disk goes to a worker thread.
+    `mode`: the permission bits of the file replaced (None: a new file)."""
     try:
-        await run_async(atomic_write_steps(path, content, fsync=fsync))
+        await run_async(atomic_write_steps(path, content, fsync=fsync, mode=mode))
     except FileNotFoundError:
         if path.parent.is_dir():
             raise
         path.parent.mkdir(parents=True, exist_ok=True)  # a new folder: made on first write
-        await run_async(atomic_write_steps(path, content, fsync=fsync))
+        await run_async(atomic_write_steps(path, content, fsync=fsync, mode=mode))
+
+
+def _replaced_mode(path: Path, shown: str) -> int | None:
+    """The permission bits of the regular file a write to `path` replaces (None: there
+    is none); a ToolError for anything else there. A FIFO, socket or device is never
+    opened (that could block) nor replaced by a regular file."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{shown} is a folder")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{shown} is not a regular file")
+    return stat.S_IMODE(st.st_mode)
 
 
 async def write_file(ctx: ToolContext, args: WriteFileInput) -> str:
@@ -117,31 +141,32 @@ async def write_file(ctx: ToolContext, args: WriteFileInput) -> str:
     if size > MAX_WRITE_BYTES:
         raise ToolError(f"content is {size} bytes; the limit is {MAX_WRITE_BYTES}")
     path = _writable(ctx, args.path)
-    if path.is_dir():
-        raise ToolError(f"{args.path} is a folder")
-    await _atomic_write(path, args.content, ctx.board.fsync)
     rel = ctx.hive.relative(path)
+    mode = _replaced_mode(path, rel)
+    await _atomic_write(path, args.content, ctx.board.fsync, mode)
     ctx.effects.files_written.append(rel)
     return f"wrote {rel} ({size} bytes)"
 
 
-def _edited(path: Path, shown: str, old: str, new: str) -> str:
-    """The text of `path` with `old` replaced by `new`, or a ToolError that says why not.
+def _edited(path: Path, shown: str, old: str, new: str) -> tuple[str, int]:
+    """The text of `path` with `old` replaced by `new`, and the file's permission bits;
+    or a ToolError that says why not.
 
     Only a UTF-8 text file within the write limit is edited: anything else could not be
     written back unchanged around the edit."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise ToolError(f"{shown}: no such file") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"{shown} is a folder" if stat.S_ISDIR(st.st_mode)
-                        else f"{shown}: not a regular file")
+    if _replaced_mode(path, shown) is None:
+        raise ToolError(f"{shown}: no such file")
     too_big = (f"{shown} is over {MAX_WRITE_BYTES} bytes, the most edit_file edits; "
                "write_file replaces a whole file")
-    if st.st_size > MAX_WRITE_BYTES:
-        raise ToolError(too_big)
-    with path.open("rb") as fh:
+    # Non-blocking: should a FIFO take the file's place after the lstat, the open does
+    # not wait for a writer, and the fstat refuses it.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"{shown} is not a regular file")
+        if st.st_size > MAX_WRITE_BYTES:
+            raise ToolError(too_big)
         data = fh.read(MAX_WRITE_BYTES + 1)  # it may have grown since the stat
     if len(data) > MAX_WRITE_BYTES:
         raise ToolError(too_big)
@@ -166,14 +191,14 @@ def _edited(path: Path, shown: str, old: str, new: str) -> str:
         raise ToolError(
             f"the edited file would be {size} bytes; the limit is {MAX_WRITE_BYTES}"
         )
-    return result
+    return result, stat.S_IMODE(st.st_mode)
 
 
 async def edit_file(ctx: ToolContext, args: EditFileInput) -> str:
     path = _writable(ctx, args.path)
     rel = ctx.hive.relative(path)
-    text = await asyncio.to_thread(_edited, path, rel, args.old, args.new)
-    await _atomic_write(path, text, ctx.board.fsync)
+    text, mode = await asyncio.to_thread(_edited, path, rel, args.old, args.new)
+    await _atomic_write(path, text, ctx.board.fsync, mode)
     ctx.effects.files_written.append(rel)
     return f"edited {rel}"
 
