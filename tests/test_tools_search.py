@@ -47,13 +47,27 @@ async def test_binary_and_huge_files_are_skipped(hive: Hive) -> None:
 
 
 @pytest.mark.parametrize(
-    ("pattern", "count"),
-    [("a{100000000}", "100000000"), ("a{1001}", "1001"), ("a{5,2000}", "2000"),
-     ("a{2000,}", "2000"), ("(?x)a{1 0 0 0 0}", "10000")],
-    ids=["exact", "just-over", "upper", "open-ended", "verbose-spaces"],
+    ("pattern", "repeat", "copies"),
+    [("a{100000000}", "{100000000}", 100000000), ("a{50001}", "{50001}", 50001),
+     ("a{60000,}", "{60000,}", 60000), ("a{60000,70000}?", "{60000,70000}", 60000),
+     ("a{60000}+", "{60000}", 60000), ("(?x)a{1 0 0 0 0 0}", "{100000}", 100000),
+     (r"\\{100000000}", "{100000000}", 100000000),
+     ("(?:a{1000}){1000}", "{1000} inside {1000}", 1000000),
+     ("(?:(?:a{100}){100}){100}", "{100} inside {100} inside {100}", 1000000),
+     ("(?:a{1000})(?#note){1000}", "{1000} inside {1000}", 1000000),
+     ("(?x)(?:a{1000}) {1000}", "{1000} inside {1000}", 1000000),
+     ("(?:a{1000}|b){1000,2000}", "{1000} inside {1000,2000}", 1000000),
+     ("(?<=(?:a{1000}){1000})b", "{1000} inside {1000}", 1000000),
+     ("(?>a{1000}){1000}", "{1000} inside {1000}", 1000000),
+     ("(?:(?:a{1000}){e<=1}){1000}", "{1000} inside {1000}", 1000000),
+     (r"\w{1000}" * 60, "{1000}", 1000)],
+    ids=["exact", "just-over", "open-ended", "lazy", "possessive", "verbose-spaces",
+         "escaped-backslash", "nested", "three-deep", "comment-between",
+         "verbose-space-between", "in-alternation", "in-lookbehind", "atomic", "fuzzy",
+         "many-siblings"],
 )
-async def test_a_repeat_count_above_the_bound_is_refused_before_compiling(
-    hive: Hive, pattern: str, count: str
+async def test_repeats_whose_copies_would_not_fit_are_refused(
+    hive: Hive, pattern: str, repeat: str, copies: int
 ) -> None:
     (hive.workspace_dir / "a.md").write_text("aaa\n")
     ctx = make_ctx(hive)
@@ -61,32 +75,69 @@ async def test_a_repeat_count_above_the_bound_is_refused_before_compiling(
     content, is_error = await call(ctx, "search_files", pattern=pattern)
 
     assert is_error
-    assert content.startswith(
-        f"repeat count {count} at character "
+    assert content == (
+        f"pattern too large: it would compile to more than {searchpattern.MAX_PATTERN_SIZE} "
+        f"elements: the repeat {repeat} makes {copies} copies of what it repeats; use a "
+        "smaller minimum count (only the minimum is copied: x{0,1000}, x+ and x* cost "
+        "nothing) or nest fewer counted repeats"
     )
-    assert f"is above {searchpattern.MAX_REPEAT}; use a smaller count" in content
 
 
 @pytest.mark.parametrize(
     "pattern",
-    ["(?:a{1000}){1000}", "(?:(?:a{100}){100}){100}", "(?:a{1000})(?#note){1000}",
-     "(?x)(?:a{1000}) {1000}"],
-    ids=["nested", "three-deep", "comment-between", "verbose-space-between"],
+    ["(?fi)" + r"[\wa]" * 9000, "(?fi)(?:" + "|".join([r"[\wa]"] * 7) + "){800}",
+     "(?V1i)" + r"[\d\w]" * 8000],
+    ids=["many-sets", "repeated-alternation", "version1-ignorecase"],
 )
-async def test_nested_repeats_that_multiply_out_are_refused(hive: Hive, pattern: str) -> None:
+async def test_sets_under_full_case_folding_that_would_not_fit_are_refused(
+    hive: Hive, pattern: str
+) -> None:
+    # Each compiles to ~80 KB: the first took 1.9 GB and 7 s to compile.
     ctx = make_ctx(hive)
 
     content, is_error = await call(ctx, "search_files", pattern=pattern)
 
     assert is_error
-    assert content.startswith("pattern too large: its counted repeats")
+    assert content == (
+        f"pattern too large: it would compile to more than {searchpattern.MAX_PATTERN_SIZE} "
+        f"elements, as each [set] counts for {searchpattern.FULL_FOLD_SET_SIZE} under full "
+        "case folding (flag f, or V1 with i); drop the f flag or use fewer sets"
+    )
+
+
+async def test_a_pattern_longer_than_the_bound_is_refused(hive: Hive) -> None:
+    ctx = make_ctx(hive)
+
+    content, is_error = await call(ctx, "search_files", pattern="a" * 50_001)
+
+    assert (content, is_error) == (
+        "pattern is 50001 characters; the limit is 50000: search for a shorter part of it",
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [("(?au)x", "ASCII, LOCALE and UNICODE flags are mutually incompatible"),
+     ("(?V0)(?V1)x", "the V0 and V1 flags are mutually incompatible"),
+     (r"\x{10000}", r"incomplete escape \x at position 2")],
+    ids=["two-encodings", "two-versions", "braced-hex-escape"],
+)
+async def test_an_invalid_pattern_is_refused_with_the_reason(
+    hive: Hive, pattern: str, problem: str
+) -> None:
+    ctx = make_ctx(hive)
+
+    content, is_error = await call(ctx, "search_files", pattern=pattern)
+
+    assert (content, is_error) == (f"invalid pattern: {problem}", True)
 
 
 @pytest.mark.parametrize(
     "pattern",
     [r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
      r"(?:\d{1,3}\.){3}\d{1,3}", "x{1000}", r"\{5000}"],
-    ids=["uuid", "ipv4", "at-the-bound", "escaped-brace"],
+    ids=["uuid", "ipv4", "at-the-old-bound", "escaped-brace"],
 )
 async def test_ordinary_counted_repeats_are_searched(hive: Hive, pattern: str) -> None:
     (hive.workspace_dir / "a.md").write_text("nothing here\n")
@@ -95,6 +146,45 @@ async def test_ordinary_counted_repeats_are_searched(hive: Hive, pattern: str) -
     content, is_error = await call(ctx, "search_files", pattern=pattern)
 
     assert (content, is_error) == ("no match", False)
+
+
+APACHE_LINE = '1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /a/b HTTP/1.0" 200 2326 "-" "curl"'
+
+
+@pytest.mark.parametrize(
+    ("pattern", "line"),
+    [("(a|b){100}(c|d){100}", "ab" * 50 + "cd" * 50),
+     ("(?:ab){1,50}(?:cd){1,50}", "abcd"),
+     (r"(\w+){2}(\s+){2}(\d+){3}(x){4}(y){5}(z){6}", "ab  123xxxxyyyyyzzzzzz"),
+     (r"^(?:\d{1,3}\.){3}\d{1,3} \S+ \S+ \[\d{2}/\w{3}/\d{4}(?::\d{2}){3} [+-]\d{4}\] "
+      r'"(?:GET|POST) (?:/[\w.-]+){2,20}(?:\s+\S+){5}', APACHE_LINE),
+     (r"\p{Lu}{2}\p{Ll}{3,40}\p{N}{1,40}", "ABcdef123"),
+     (r"^\S+ {2,40}\S+ {2,40}\S+ {2,40}\S+", "a  b   c    d"),
+     ("^.{2000,}$", "x" * 2500),
+     ("[A-Za-z0-9+/]{2000,}={0,2}", "QUJD" * 600 + "="),
+     ("a{5,2000}", "aaaaaa"),
+     (r"\{\{[^{}]{1,5000}\}\}", "{{ name }}"),
+     (r"\w{1001}", "w" * 1001),
+     ("(?x) \\d{3}  # an area code, not {2000} digits", "555"),
+     (r"^\[(?:INFO|WARN|ERROR)\] [a-z]+: .{20,80} id=[0-9a-f]{1000}",
+      "[INFO] boot: " + "s" * 30 + " id=" + "f" * 1000),
+     ("(?:a{0,100000}){0,100000}!", "aaa!")],
+    ids=["sibling-groups", "sibling-ranges", "many-small-groups", "access-log",
+         "unicode-properties", "aligned-columns", "long-lines", "base64", "big-upper-bound",
+         "template-tag", "just-over-the-old-bound", "verbose-comment-with-a-count",
+         "class-after-a-long-prefix", "nested-upper-bounds"],
+)
+async def test_legitimate_counted_repeats_are_searched(
+    hive: Hive, pattern: str, line: str
+) -> None:
+    # Each was refused: repeats of sibling groups multiplied, an upper bound counted as
+    # copies, braces in a comment read as a count, a class measured from the first [.
+    (hive.workspace_dir / "a.md").write_text(f"nothing here\n{line}\n")
+    ctx = make_ctx(hive)
+
+    content, is_error = await call(ctx, "search_files", pattern=pattern)
+
+    assert (content, is_error) == (f"workspace/a.md:2: {line[:300]}", False)
 
 
 async def test_a_search_past_its_time_says_where_it_stopped(

@@ -1,26 +1,34 @@
 """A search pattern, vetted before `regex` compiles it.
 
-`regex` expands a counted repeat into that many copies at compile time:
-`a{100000000}` takes gigabytes and `(?:(?:a{1000}){1000}){1000}` a billion copies,
-before any match timeout can help. So counts are bounded one by one, and the size
-the pattern could expand to is bounded from above without parsing it: a parser that
-disagreed with `regex` about where a class or a comment ends could be fooled into
-too low a figure, an upper bound that reads every brace cannot.
+`regex` compiles each required copy of a repeat on its own: `a{100000000}` takes
+gigabytes and `(?:(?:a{1000}){1000}){1000}` a billion copies, before any match timeout
+can help; a set under full case folding, `(?fi)[\\w\\d]`, compiles to about 80 KB. So
+the pattern is parsed by `regex`'s own parser (one of ours could disagree with it about
+where a class or a comment ends, and be fooled into too low a figure) and its elements
+are counted, each as many times as the minimum counts of the repeats around it say. An
+upper bound is not copied, and matching `x{0,1000}` costs no more than `x*`: the match
+timeout stops both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
 
 import regex
 
 from hivemind.errors import ToolError
 
-MAX_REPEAT = 1000
-"""The largest count a repeat may have in `{n}`, `{n,}` or `{n,m}`."""
 MAX_PATTERN_SIZE = 50_000
 """A bound on the elements the compiled pattern may hold (about 1 KB each, at worst)."""
-_ESCAPE_CHARS = 10  # the longest escape that ends in a letter or digit: \U0001F600
+FULL_FOLD_SET_SIZE = 200
+"""The elements a [set] counts for under full case folding: it holds each string that
+folds to one of its characters (ß: ss), about 150 KB in all."""
+
+# Not regex's public API, but the very parser `regex.compile` runs: only what it reads
+# can be trusted to be what is compiled.
+_core: Any = importlib.import_module("regex._regex_core")
 
 
 def compile_pattern(text: str) -> regex.Pattern[str]:
@@ -29,114 +37,141 @@ def compile_pattern(text: str) -> regex.Pattern[str]:
     try:
         # Not cached: the module's cache would keep every pattern a model tried.
         return regex.compile(text, cache_pattern=False)
-    except regex.error as exc:
+    except (regex.error, ValueError) as exc:  # ValueError: flags such as (?au)
         raise ToolError(f"invalid pattern: {exc}") from exc
     except RecursionError:
         raise ToolError("invalid pattern: its groups nest too deeply") from None
 
 
 def vet_pattern(text: str) -> None:
-    """Refuse a pattern whose repeats would make compiling it slow or huge."""
+    """Refuse a pattern that is invalid or would compile to too many elements.
+
+    It parses the whole pattern (up to ~0.5 s for the longest): call it off the loop."""
     if len(text) > MAX_PATTERN_SIZE:
-        raise ToolError(f"pattern is {len(text)} characters; the limit is {MAX_PATTERN_SIZE}")
-    group_factor = 1  # the product of repeats that may apply to a group
-    atom_copies = 0  # the copies made by repeats of a single character, escape or class
-    next_newline = _NewlineFinder(text)
-    start = text.find("{")
-    while start >= 0:
-        counts = _counted_repeat(text, start, next_newline)
-        if counts is not None:
-            count = _largest(text, start, counts)
-            if _repeats_one_atom(text, start):
-                atom_copies += count * _atom_width(text, start)
-            else:
-                group_factor *= max(count, 1)
-            if group_factor * (len(text) + atom_copies) > MAX_PATTERN_SIZE:
-                raise ToolError(
-                    f"pattern too large: its counted repeats (the last at character {start}) "
-                    f"would expand to more than {MAX_PATTERN_SIZE} elements; nest fewer "
-                    "counted repeats, use smaller counts, or use * and + (write a literal "
-                    "brace as \\{)"
-                )
-        start = text.find("{", start + 1)
+        raise ToolError(
+            f"pattern is {len(text)} characters; the limit is {MAX_PATTERN_SIZE}: "
+            "search for a shorter part of it"
+        )
+    try:
+        size = _Size.of(_parse(text))
+    except regex.error as exc:
+        raise ToolError(f"invalid pattern: {exc}") from exc
+    except RecursionError:
+        raise ToolError("invalid pattern: its groups nest too deeply") from None
+    if size.total > MAX_PATTERN_SIZE:
+        raise ToolError(size.refusal())
 
 
-def _largest(text: str, start: int, counts: list[str]) -> int:
-    for digits in counts:
-        if len(digits) > len(str(MAX_REPEAT)) or int(digits) > MAX_REPEAT:
-            shown = digits if len(digits) <= 20 else digits[:20] + "..."
-            raise ToolError(
-                f"repeat count {shown} at character {start} of the pattern is above "
-                f"{MAX_REPEAT}; use a smaller count, or + and * for an open-ended repeat "
-                "(write a literal brace as \\{)"
+def _parse(text: str) -> Any:
+    """The tree `regex.compile(text)` builds before it compiles it (as its `_compile`)."""
+    flags = 0
+    while True:
+        source = _core.Source(text)
+        try:
+            info = _core.Info(flags, source.char_type, {})
+        except KeyError:  # how regex itself fails on (?V0)(?V1)
+            raise regex.error("the V0 and V1 flags are mutually incompatible") from None
+        source.ignore_space = bool(info.flags & _core.VERBOSE)
+        try:
+            parsed = _core._parse_pattern(source, info)
+        except _core._UnscopedFlagSet:  # a global flag such as (?x) met late: parse again
+            flags = info.global_flags
+            continue
+        if not source.at_end():
+            raise regex.error("unbalanced parenthesis", text, source.pos)
+        return parsed
+
+
+@dataclass
+class _Size:
+    """The elements a parsed pattern compiles to, and what makes them so many."""
+
+    total: int = 0
+    full_fold: int = 0  # the part due to sets under full case folding
+    calls: bool = False  # (?1), (?R): a called group is compiled up to 4 times
+    # the repeats that copy the costliest part, outermost first
+    chain: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, tree: Any) -> _Size:
+        size = cls()
+        size.total, size.chain = size._count(tree, 1, in_set=False)
+        if size.calls:  # forwards and backwards (lookbehind), exact and fuzzy
+            size.total *= 4
+        return size
+
+    def _count(self, node: Any, copies: int, in_set: bool) -> tuple[int, list[Any]]:
+        """The elements of `node` compiled `copies` times, and the repeats that copy
+        its costliest part."""
+        own = _weight(node, in_set) * copies
+        if own > copies and isinstance(node, _core.SetBase):
+            self.full_fold += own
+        self.calls = self.calls or isinstance(node, _core.CallGroup)
+        repeat = isinstance(node, _core.GreedyRepeat)  # lazy and possessive ones too
+        if repeat:  # the cap keeps the figures small: past it, all is refused anyway
+            copies = min(copies * max(node.min_count, 1), MAX_PATTERN_SIZE + 1)
+        in_set = in_set or isinstance(node, _core.SetBase)
+        total, chain, heaviest = own, [], 0
+        for child in _children(node):
+            part, part_chain = self._count(child, copies, in_set)
+            total += part
+            if part > heaviest:
+                heaviest, chain = part, part_chain
+        if repeat and node.min_count > 1:
+            chain = [node, *chain]
+        return total, chain
+
+    def refusal(self) -> str:
+        """One line: why the pattern is refused and what to change."""
+        head = f"pattern too large: it would compile to more than {MAX_PATTERN_SIZE} elements"
+        if self.full_fold * 2 > self.total:
+            return (
+                f"{head}, as each [set] counts for {FULL_FOLD_SET_SIZE} under full case "
+                "folding (flag f, or V1 with i); drop the f flag or use fewer sets"
             )
-    return max(int(d) for d in counts)
+        if not self.chain:
+            return f"{head}; use a shorter pattern, or search for a part of it"
+        copies = 1
+        for node in self.chain:
+            copies *= node.min_count
+        shown = " inside ".join(_repeat_text(node) for node in reversed(self.chain))
+        return (
+            f"{head}: the repeat {shown} makes {copies} copies of what it repeats; use a "
+            "smaller minimum count (only the minimum is copied: x{0,1000}, x+ and x* cost "
+            "nothing) or nest fewer counted repeats"
+        )
 
 
-def _counted_repeat(
-    text: str, start: int, next_newline: Callable[[int], int]
-) -> list[str] | None:
-    """The counts of `{n}`, `{n,}`, `{,m}` or `{n,m}` opening at `start`, or None.
-
-    Whitespace and `#` comments are skipped inside, as in verbose mode (`(?x)`
-    reads `a{1 0#c\\n0}` as `a{100}`); treating them so always is the safe side.
-    """
-    before = start
-    while before > 0 and text[before - 1] == "\\":
-        before -= 1
-    if (start - before) % 2:
-        return None  # \{ is a literal brace
-    counts = [""]
-    i = start + 1
-    while i < len(text):
-        ch = text[i]
-        if ch == "}":
-            found = [c for c in counts if c]
-            return found or None
-        if ch.isdigit() and ch.isascii():
-            counts[-1] += ch
-        elif ch == "," and len(counts) == 1:
-            counts.append("")
-        elif ch == "#":
-            newline = next_newline(i)
-            if newline < 0:
-                return None
-            i = newline
-        elif not ch.isspace():
-            return None
-        i += 1
-    return None
+def _weight(node: Any, in_set: bool) -> int:
+    """The elements `node` compiles to, its children apart. Measured: an element is
+    about 750 bytes, and no kind of node costs more than 1 KB an element."""
+    if isinstance(node, _core.SetBase):
+        full_fold = node.case_flags & _core.FULLIGNORECASE == _core.FULLIGNORECASE
+        return FULL_FOLD_SET_SIZE if full_fold and node.positive and not in_set else 1
+    if isinstance(node, _core.Character):
+        return 1 if len(node.folded) == 1 else 6  # ß under full case folding: ss
+    if isinstance(node, _core.Grapheme):
+        return 6  # \X
+    if isinstance(node, _core.String):
+        return 1 + len(node.characters) // 32
+    if isinstance(node, _core.Sequence):
+        return 0  # its items one after the other, with nothing around them
+    return 1
 
 
-def _repeats_one_atom(text: str, start: int) -> bool:
-    """False when the repeat may apply to a group: after `)` (a group, or a comment after
-    one), whitespace or a comment in verbose mode, or `}` / `>` (the safe side)."""
-    if start == 0:
-        return False
-    before = text[start - 1]
-    return not (before in ")}>" or before.isspace())
+def _children(node: Any) -> list[Any]:
+    """The parsed nodes directly inside `node`, whatever its kind."""
+    found: list[Any] = []
+    for value in vars(node).values():
+        if isinstance(value, _core.RegexBase):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(v for v in value if isinstance(v, _core.RegexBase))
+    return found
 
 
-def _atom_width(text: str, start: int) -> int:
-    """At least the length of the character, escape or class ending before `start`."""
-    end = start - 1
-    if text[end] == "]":
-        first = text.find("[")
-        return end - first + 1 if 0 <= first < end else 1
-    backslash = text.rfind("\\", max(0, start - _ESCAPE_CHARS), start)
-    return start - backslash if backslash >= 0 else 1
-
-
-class _NewlineFinder:
-    """`text.find("\\n", i)` for rising `i`, each newline searched for once (a pattern
-    of many `{#` must not cost a scan to its end per brace)."""
-
-    def __init__(self, text: str) -> None:
-        self._text = text
-        self._from = len(text) + 1
-        self._found = -1
-
-    def __call__(self, i: int) -> int:
-        if not (self._from <= i and (self._found < 0 or self._found >= i)):
-            self._from, self._found = i, self._text.find("\n", i)
-        return self._found
+def _repeat_text(node: Any) -> str:
+    low, high = node.min_count, node.max_count
+    if low == high:
+        return f"{{{low}}}"
+    return f"{{{low},{'' if high is None else high}}}"
