@@ -250,6 +250,47 @@ def test_task_add_a_bad_field_in_the_file_is_one_line_naming_file_and_line(
     assert list((hive_dir / "tasks").glob("*.md")) == []
 
 
+
+@pytest.mark.parametrize(
+    ("inside", "options"),
+    [
+        pytest.param(False, [], id="file-outside-the-board"),
+        pytest.param(False, ["--depends-on", "later"], id="with-a-dependency"),
+        pytest.param(True, [], id="file-in-tasks"),
+    ],
+)
+def test_task_add_warns_once_of_an_unknown_field_in_the_file(
+    cli: typer.Typer,
+    hive_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+    inside: bool,
+    options: list[str],
+) -> None:
+    """The board reads task files (the new one too) to find free ids and dependencies:
+    the file's warning came again from those reads."""
+    body = hive_dir / "tasks" / "draft.md" if inside else hive_dir / "body.md"
+    body.write_text("---\npriority: low\ncolour: blue\n---\nDetails.\n")
+
+    result = run(cli, "task", "add", "Paint", "--file", str(body), *options,
+                 "--hive", str(hive_dir))  # fmt: skip
+
+    # Outside pytest a logged warning reaches stderr (logging's last resort): caplog here.
+    said = result.stderr + caplog.text
+    assert said.count("unknown field") == 1
+    assert (f"warning: {body}: line 3: unknown field 'colour' kept as extra"
+            in " ".join(result.stderr.split()))  # fmt: skip
+    assert read_task(hive_dir / "tasks" / "paint.md").extra == {"colour": "blue"}
+
+
+def test_task_add_says_nothing_of_other_task_files(
+    cli: typer.Typer, hive_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (hive_dir / "tasks" / "older.md").write_text("---\nmood: calm\n---\nSomeone else's.\n")
+    result = run(cli, "task", "add", "Paint", "--depends-on", "older",
+                 "--hive", str(hive_dir))  # fmt: skip
+    assert result.stderr == ""
+    assert "mood" not in caplog.text
+
 # -- task ids from titles in any script ------------------------------------------------
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
+import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -88,8 +91,106 @@ def test_the_table_shows_kept_and_dropped_rows(app: typer.Typer, example: Hive) 
     assert code == 0, out
     assert "rom:lead" in out
     assert "kept" in out and "dropped" in out
-    assert "tokens per type:" in out
+    assert "tokens per type (counted, kept blocks):" in out
     assert "budget of 600 tokens" in out
+
+
+# -- one counting basis per figure (the repository's example hive, copied) -----------
+
+
+@pytest.fixture
+def example_copy(tmp_path: Path) -> Path:
+    """The repository's example hive, copied: inspect runs on a copy, never in place."""
+    repo = Path(__file__).resolve().parents[1]
+    root = tmp_path / "example"
+    for folder in ("agents", "knowledge", "tasks"):
+        shutil.copytree(repo / folder, root / folder)
+    if (repo / "hive.toml").is_file():
+        shutil.copy(repo / "hive.toml", root / "hive.toml")
+    return root
+
+
+def report(app: typer.Typer, root: Path, *options: str) -> dict[str, Any]:
+    code, out = run(app, "lead", "--hive", str(root), "--json", *options)
+    assert code == 0, out
+    return dict(json.loads(out))
+
+
+# 500: only the ROM fits; 1000: some blocks of each tier are kept, some dropped.
+BUDGETS = [pytest.param("500", id="rom-only"), pytest.param("1000", id="mixed")]
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_a_dropped_block_shows_the_tokens_it_would_count_if_kept(
+    app: typer.Typer, example_copy: Path, budget: str
+) -> None:
+    """Kept rows showed counted tokens and dropped rows the selector's estimates, in one
+    column: the same block read 342 dropped and 271 kept."""
+    roomy = {r["id"]: r for r in report(app, example_copy)["blocks"]}
+    assert all(r["kept"] for r in roomy.values())
+
+    squeezed = report(app, example_copy, "--budget", budget)["blocks"]
+
+    assert any(not r["kept"] for r in squeezed)
+    assert {r["id"]: r["tokens"] for r in squeezed} == {i: r["tokens"] for i, r in roomy.items()}
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_the_numbers_of_a_drop_reason_are_the_estimated_figures(
+    app: typer.Typer, example_copy: Path, budget: str
+) -> None:
+    squeezed = report(app, example_copy, "--budget", budget)
+    kept = [r for r in squeezed["blocks"] if r["kept"]]
+    dropped = [r for r in squeezed["blocks"] if not r["kept"]]
+
+    assert sum(r["estimated"] for r in kept) == squeezed["estimated_used"]
+    already: set[int] = set()
+    for row in dropped:
+        found = re.fullmatch(rf"over budget at \w+: (\d+) tokens would pass \d+ % of {budget} "
+                             r"\((\d+) already used\)", row["reason"])  # fmt: skip
+        assert found, row["reason"]
+        assert int(found[1]) == row["estimated"]
+        already.add(int(found[2]))
+    assert max(already) <= squeezed["estimated_used"]
+    if budget == "500":  # only the ROM is in before them
+        assert [r["id"] for r in kept] == ["rom:lead"]
+        assert already == {kept[0]["estimated"]}
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_the_counted_totals_add_up(app: typer.Typer, example_copy: Path, budget: str) -> None:
+    squeezed = report(app, example_copy, "--budget", budget)
+    kept = [r for r in squeezed["blocks"] if r["kept"]]
+    in_blocks = sum(r["tokens"] for r in kept)
+    assert in_blocks == sum(squeezed["tokens_by_type"].values())
+    assert in_blocks + squeezed["json_array_tokens"] == squeezed["used"]
+
+
+def test_the_budget_says_where_it_comes_from(app: typer.Typer, example_copy: Path) -> None:
+    roomy = report(app, example_copy)
+    parts = roomy["budget_parts"]
+    assert parts["max_context_tokens"] == roomy["max_context_tokens"]
+    assert (parts["max_context_tokens"] - parts["output_reserve"] - parts["preamble_and_tools"]
+            - parts["team"]) == roomy["budget"]  # fmt: skip
+    assert report(app, example_copy, "--budget", "1000")["budget_parts"] == {"given": 1000}
+
+
+def test_the_table_labels_each_figure(app: typer.Typer, example_copy: Path) -> None:
+    squeezed = report(app, example_copy, "--budget", "500")
+    rom = next(r for r in squeezed["blocks"] if r["id"] == "rom:lead")
+
+    code, out = run(app, "lead", "--hive", str(example_copy), "--budget", "500")
+
+    assert code == 0, out
+    text = " ".join(out.split())
+    assert " tokens est. kept " in text
+    assert f"tokens per type (counted, kept blocks): rom {rom['tokens']:,}" in text
+    share = f"{100 * squeezed['used'] / 500:.1f} %"
+    assert (f"used {squeezed['used']:,} of a budget of 500 tokens ({share}): {rom['tokens']:,} "
+            "in the kept blocks and 2 for the JSON array around them, counted") in text
+    assert "budget: 500 tokens, from --budget" in text
+    assert "max_context_tokens" not in text  # it was said to be the budget's source
+    assert f"'over budget at' reasons count in ({rom['estimated']:,} for the kept blocks)" in text
 
 
 def test_inspect_changes_nothing_on_disk(app: typer.Typer, example: Hive) -> None:

@@ -6,19 +6,24 @@ dispatcher would hand this agent are shown as they would appear once claimed.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from hivemind.agent.cycle import Agent
 from hivemind.agent.perceive import perceive, task_block
+from hivemind.agent.prompt import team_text
 from hivemind.agent.services import HiveServices
 from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.hive.layout import Hive
 from hivemind.hive.listing import read_each
-from hivemind.hive.models import Task, TaskState
+from hivemind.hive.models import AgentConfig, Task, TaskState
 from hivemind.hive.taskref import TaskRef
 from hivemind.llm.offline import OfflineProvider
+from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import AnyBlock
+from hivemind.memory.builder import ContextBuilder
+from hivemind.memory.selector import Selection
 
 
 def _pending_read_only(hive: Hive) -> list[TaskRef]:
@@ -31,14 +36,44 @@ def _pending_read_only(hive: Hive) -> list[TaskRef]:
     )
 
 
-def _row(block: AnyBlock, tokens: int, kept: bool, reason: str) -> dict[str, Any]:
+def _row(
+    block: AnyBlock, tokens: int, estimated: int | None, kept: bool, reason: str
+) -> dict[str, Any]:
     return {
         "id": block.id,
         "type": block.type.value,
         "priority": block.priority.name.lower(),
         "tokens": tokens,
+        "estimated": estimated,
         "kept": kept,
         "reason": reason,
+    }
+
+
+async def _counted(services: HiveServices, blocks: list[AnyBlock]) -> dict[str, int]:
+    """Tokens of each block's entry as the builder would count it if kept (its content
+    loaded, a long one compressed): dropped blocks on the same basis as kept ones."""
+    if not blocks:
+        return {}
+    scratch = ContextBuilder(services.loader, services.counter, services.compressor)
+    unbounded = sys.maxsize
+    everything = Selection(kept=blocks, dropped=[], tokens={}, scores={}, budget=unbounded,
+                           used=0)
+    return (await scratch.build(everything, unbounded)).token_counts
+
+
+def _budget_parts(
+    services: HiveServices, cfg: AgentConfig, team: str, given: int | None
+) -> dict[str, int]:
+    """Where the budget comes from: --budget, or max_context_tokens less what every
+    request also carries (as `Agent.view` computes it)."""
+    if given is not None:
+        return {"given": given}
+    return {
+        "max_context_tokens": cfg.max_context_tokens,
+        "output_reserve": cfg.max_output_tokens,
+        "preamble_and_tools": services.fixed_tokens(cfg),
+        "team": services.counter.count(team),
     }
 
 
@@ -49,14 +84,17 @@ async def inspect_agent(hive: Hive, name: str, budget: int | None = None) -> dic
         known = ", ".join(names) if names else "none (add agents/<name>/ROM.md)"
         raise UnknownAgentError(f"no agent named {name!r} in {hive.root}; agents: {known}")
     services = HiveServices.open(hive, OfflineProvider())
-    if hive.memory_db.exists():  # the memories the agent would get too (none is created)
-        services.ltm = LongTermMemory(hive, services.config.memory,
+    store: SQLiteBackend | None = None
+    if hive.memory_db.is_file():  # the memories the agent would get too (none is created)
+        # Read-only: a look writes nothing, and a read-only hive can be looked at.
+        store = SQLiteBackend(hive.memory_db, read_only=True)
+        services.ltm = LongTermMemory(store, services.config.memory,
                                       services.config.agents.retrieval)
     try:
         return await _inspect(hive, name, services, budget)
     finally:
-        if services.ltm is not None:
-            services.ltm.close()
+        if store is not None:
+            store.close()
 
 
 async def _inspect(
@@ -83,26 +121,36 @@ async def _inspect(
             agent.working.add(block)
             waiting += 1
     view = await agent.view(cfg, p, budget, looking=True)
-    kept_rows = [
-        _row(b, view.built.token_counts[b.id], True, view.built.notes.get(b.id, ""))
-        for b in view.selection.kept
-        if b.id in view.built.token_counts
+    sel, built = view.selection, view.built
+    # One basis per figure. `tokens`: counted, as the model gets the entry (for a dropped
+    # block: as it would). `estimated`: the selector's guess made before reading
+    # anything, which it keeps and drops by and its "over budget at" reasons count.
+    counted = await _counted(services, [d.block for d in sel.dropped])
+    rows = [
+        _row(b, built.token_counts[b.id], sel.tokens.get(b.id), True, built.notes.get(b.id, ""))
+        for b in sel.kept
+        if b.id in built.token_counts
     ]
-    dropped_rows = [
-        _row(d.block, d.tokens, False, d.reason)
-        for d in [*view.selection.dropped, *view.built.dropped]
-    ]
+    # `d.tokens` is the selector's estimate (0: expired, never sized)...
+    rows += [_row(d.block, counted[d.block.id], d.tokens or None, False, d.reason)
+             for d in sel.dropped]
+    # ...and the builder's count for what it dropped after loading.
+    rows += [_row(d.block, d.tokens, sel.tokens.get(d.block.id), False, d.reason)
+             for d in built.dropped]
     by_type: dict[str, int] = {}
-    for entry in view.built.entries:
+    for entry in built.entries:
         kind = entry["metadata"]["type"]
-        by_type[kind] = by_type.get(kind, 0) + view.built.token_counts[entry["id"]]
+        by_type[kind] = by_type.get(kind, 0) + built.token_counts[entry["id"]]
     return {
         "agent": name,
         "max_context_tokens": cfg.max_context_tokens,
         "budget": view.budget,
-        "used": view.built.tokens,
+        "budget_parts": _budget_parts(services, cfg, team_text(name, p.team), budget),
+        "used": built.tokens,
+        "json_array_tokens": built.tokens - sum(built.token_counts.values()),
+        "estimated_used": sel.used,
         "pending_tasks_shown": waiting,
         "config_error": agent.config_error,
-        "blocks": kept_rows + dropped_rows,
+        "blocks": rows,
         "tokens_by_type": by_type,
     }

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,6 +28,7 @@ from hivemind.cli.common import (
     shown_path,
 )
 from hivemind.errors import FileFormatError, UserError
+from hivemind.hive import frontmatter
 from hivemind.hive.document import Document, parse
 from hivemind.hive.frontmatter import task_from_document
 from hivemind.hive.layout import HUMAN
@@ -91,6 +95,23 @@ def init_command(
 # -- task add --------------------------------------------------------------------
 
 
+@contextmanager
+def _reader_warnings() -> Iterator[list[str]]:
+    """The warnings the task file reader logs meanwhile (unknown fields), kept out of
+    the log and collected: the command gives the ones that concern it, once each."""
+    heard: list[str] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        heard.append(record.getMessage())
+        return False
+
+    frontmatter.logger.addFilter(hold)
+    try:
+        yield heard
+    finally:
+        frontmatter.logger.removeFilter(hold)
+
+
 def _task_file(file: Path) -> tuple[Task, Document]:
     """The task `--file` describes, validated as a task file dropped into tasks/ would be."""
     try:
@@ -99,10 +120,15 @@ def _task_file(file: Path) -> tuple[Task, Document]:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         fail(f"{file}: cannot read the task body: {reason}")
     try:
-        doc = parse(text, file)
-        return task_from_document(doc), doc
+        with _reader_warnings() as heard:
+            doc = parse(text, file)
+            task = task_from_document(doc)
     except FileFormatError as exc:
         fail(str(exc))
+    for warning in dict.fromkeys(heard):
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False,
+                          soft_wrap=True)
+    return task, doc
 
 
 @task_app.command("add")
@@ -171,24 +197,28 @@ def task_add(
             problem = f"unknown agent {named!r} (agents: {', '.join(agents) or 'none yet'})"
             fail(str(FileFormatError(file, problem, doc.line_of(("assignee",)))))
     board = TaskBoard(where)
-    try:
-        task = Task.model_validate({
-            **data,
-            **fields,
-            "id": task_id or data.get("id") or board.new_task_id(title),
-            "title": title.strip(),
-        })  # fmt: skip
-        ref = board.create(task, created_by=HUMAN)
-    except UserError as exc:
-        fail(str(exc))
-    except ValidationError as exc:  # e.g. an --id with a '/'
-        fail(first_problem(exc)[1])
-    for dep in task.depends_on:
-        if board.find(dep) is None:  # a typo, or a task still to be added: say so now
-            err_console.print(
-                f"[yellow]warning:[/] no task {escape(dep)} on the board yet; {ref.id} "
-                "waits until it is in tasks/done/", highlight=False, soft_wrap=True,
-            )
+    # The board reads task files to find a free id and the dependencies: --file again
+    # if it lies in tasks/, the task just written from it, other people's tasks. Their
+    # warnings are not this command's to give; --file's own were given above, once.
+    with _reader_warnings():
+        try:
+            task = Task.model_validate({
+                **data,
+                **fields,
+                "id": task_id or data.get("id") or board.new_task_id(title),
+                "title": title.strip(),
+            })  # fmt: skip
+            ref = board.create(task, created_by=HUMAN)
+        except UserError as exc:
+            fail(str(exc))
+        except ValidationError as exc:  # e.g. an --id with a '/'
+            fail(first_problem(exc)[1])
+        missing = [dep for dep in task.depends_on if board.find(dep) is None]
+    for dep in missing:  # a typo, or a task still to be added: say so now
+        err_console.print(
+            f"[yellow]warning:[/] no task {escape(dep)} on the board yet; {ref.id} "
+            "waits until it is in tasks/done/", highlight=False, soft_wrap=True,
+        )
     if as_json:
         typer.echo(json.dumps({"id": ref.id, "path": str(ref.path)}))
     else:

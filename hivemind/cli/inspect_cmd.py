@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.box import SIMPLE_HEAD
+from rich.markup import escape
 from rich.table import Table
 
 from hivemind.cli.common import HiveOption, JsonOption, console, fail, resolve_hive
@@ -20,25 +21,52 @@ def _print_report(report: dict[str, Any]) -> None:
     table.add_column("type", no_wrap=True)
     table.add_column("priority", no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("est.", justify="right", no_wrap=True)
     table.add_column("kept", no_wrap=True)
     table.add_column("reason", overflow="fold", ratio=4)
     for row in report["blocks"]:
         kept = "[green]kept[/]" if row["kept"] else "[red]dropped[/]"
-        table.add_row(row["id"], row["type"], row["priority"], f"{row['tokens']:,}", kept,
-                      row["reason"])
+        estimated = "-" if row["estimated"] is None else f"{row['estimated']:,}"
+        table.add_row(escape(row["id"]), row["type"], row["priority"], f"{row['tokens']:,}",
+                      estimated, kept, escape(row["reason"]))
     console.print(table)
-    per_type = ", ".join(f"{k} {v:,}" for k, v in report["tokens_by_type"].items()) or "nothing"
-    console.print(f"tokens per type: {per_type}", highlight=False)
-    share = 100 * report["used"] / report["budget"]
-    console.print(f"used {report['used']:,} of a budget of {report['budget']:,} tokens"
-                  f" ({share:.1f} %; max_context_tokens {report['max_context_tokens']:,} less"
-                  " the output reserve and the tool definitions)", highlight=False)
+    for line in _summary(report):
+        console.print(line, highlight=False, markup=False)
     if report["pending_tasks_shown"]:
         console.print(f"{report['pending_tasks_shown']} pending task(s) shown as this agent "
                       "would get them at its next cycle", highlight=False)
     if report["config_error"]:
-        console.print(f"[red]ROM error (last good config used):[/] {report['config_error']}",
-                      highlight=False)
+        console.print(f"[red]ROM error (last good config used):[/] "
+                      f"{escape(report['config_error'])}", highlight=False)
+
+
+def _summary(report: dict[str, Any]) -> list[str]:
+    """The totals, each saying what it counts: the model's tokens or the selector's guess."""
+    used, budget = report["used"], report["budget"]
+    in_blocks = sum(report["tokens_by_type"].values())
+    per_type = ", ".join(f"{k} {v:,}" for k, v in report["tokens_by_type"].items()) or "nothing"
+    return [
+        f"tokens per type (counted, kept blocks): {per_type}",
+        f"used {used:,} of a budget of {budget:,} tokens ({100 * used / budget:.1f} %): "
+        f"{in_blocks:,} in the kept blocks and {report['json_array_tokens']:,} for the JSON "
+        "array around them, counted",
+        _budget_line(budget, report["budget_parts"]),
+        "tokens: counted as the model gets each entry (a dropped block's: as it would); "
+        "est.: the selector's estimate before reading, which it keeps and drops by and its "
+        f"'over budget at' reasons count in ({report['estimated_used']:,} for the kept blocks)",
+    ]
+
+
+def _budget_line(budget: int, parts: dict[str, int]) -> str:
+    if "given" in parts:
+        return f"budget: {budget:,} tokens, from --budget"
+    left = (parts["max_context_tokens"] - parts["output_reserve"]
+            - parts["preamble_and_tools"] - parts["team"])  # fmt: skip
+    floor = "" if left == budget else f" would leave {left:,}: raised to {budget:,}"
+    return (f"budget: max_context_tokens {parts['max_context_tokens']:,} less "
+            f"{parts['output_reserve']:,} kept for the reply, "
+            f"{parts['preamble_and_tools']:,} for the preamble and the tool definitions and "
+            f"{parts['team']:,} for the team list{floor}")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

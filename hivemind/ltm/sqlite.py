@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import operator
+import os
 import sqlite3
 import threading
 from array import array
@@ -74,7 +75,9 @@ _META_CACHED_MAX = 10_000  # a larger meta table is read key by key, as before
 class SQLiteBackend:
     """Memories in an SQLite database file (created, or migrated, on open)."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
+        """`read_only`: never write (`hivemind memory search` and the like); an existing
+        store is then opened even where its file or folder cannot be written."""
         self.path = Path(path)
         self._lock = threading.RLock()
         self._writes = 0
@@ -83,11 +86,12 @@ class SQLiteBackend:
         self._checked_in_transaction = False
         self._meta_too_big = False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=10.0
-            )
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            if read_only:
+                self._conn, writable = _open_for_reading(self.path)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._conn, writable = _connect(str(self.path)), True
+                self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA temp_store = MEMORY")
             self._conn.execute("PRAGMA cache_size = -65536")  # 64 MiB of pages
@@ -97,9 +101,21 @@ class SQLiteBackend:
                     f"{self.path}: memory schema version {found} is newer than this "
                     f"hivemind understands ({SCHEMA_VERSION}); upgrade hivemind"
                 )
-            self.migrated_from = migrate(self._conn)
+            if not writable and found < SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: memory schema version {found} needs an upgrade to "
+                    f"{SCHEMA_VERSION}, and the store cannot be written (read-only)"
+                )
+            self.migrated_from = migrate(self._conn) if writable else found
+            if read_only:
+                self._conn.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: cannot open the memory store: {exc}") from exc
+        except OSError as exc:  # its folder could not be made
+            raise StoreError(
+                f"{exc.filename or self.path.parent}: cannot create the memory store's "
+                f"folder: {exc.strerror or exc}"
+            ) from exc
         self._closed = False
 
     # -- plumbing ----------------------------------------------------------------
@@ -473,6 +489,36 @@ class _Ledger:
                     self.tasks[row[1]] = left
                 else:
                     self.tasks.pop(row[1], None)
+
+
+# -- opening ---------------------------------------------------------------------
+def _connect(target: str, uri: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(
+        target, isolation_level=None, check_same_thread=False, timeout=10.0, uri=uri
+    )
+
+
+def _open_for_reading(path: Path) -> tuple[sqlite3.Connection, bool]:
+    """A connection to the existing store at `path`, and whether it can write.
+
+    The usual connection where the file and its folder can be written: on close it
+    checkpoints and removes the -wal and -shm files, which a read-only one leaves
+    behind. Else read-only; and immutable where not even the -shm file can be made
+    (a read-only folder: nobody can be writing the store through WAL then).
+    """
+    if not path.is_file():
+        why = "a folder is in its place" if path.is_dir() else "nothing has been remembered yet"
+        raise StoreError(f"{path}: no memory store here ({why})")
+    uri = path.resolve().as_uri()
+    writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    for mode in ("rw", "ro") if writable else ("ro",):
+        conn = _connect(f"{uri}?mode={mode}", uri=True)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file
+            return conn, mode == "rw"
+        except sqlite3.Error:
+            conn.close()
+    return _connect(f"{uri}?mode=ro&immutable=1", uri=True), False
 
 
 # -- rows <-> records ----------------------------------------------------------
