@@ -125,6 +125,9 @@ class Daemon:
         self.stalled: IdleState | None = None
         self.workers: list[WorkerLink] = []
         self._secrets = secrets
+        self._retiring: dict[str, asyncio.Task[None]] = {}  # removed; tasks not yet given back
+        self._cycles_taken = 0  # cycles running or run (for --max-cycles)
+        self._cycle_freed = asyncio.Event()  # one of them did not run after all, or a stop
 
     # -- wiring ----------------------------------------------------------------
     def request_dispatch(self) -> None:
@@ -216,6 +219,7 @@ class Daemon:
         if not self.stopping.is_set():
             self.exit_reason = reason
             self.stopping.set()
+            self._cycle_freed.set()  # agents waiting for a cycle of --max-cycles: stop
             if reason == "signal" and self._in_flight:
                 logger.warning(
                     "stopping: %d cycle(s) in flight may take up to %g s to finish; "
@@ -342,17 +346,19 @@ class Daemon:
     async def _agent_loop(self, runner: AgentRunner) -> None:
         while not runner.stop:
             if runner.retry_at:
-                # A failed cycle is retried after its back-off, whatever wakes us meanwhile.
-                delay = max(0.0, runner.retry_at - time.monotonic())
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stopping.wait(), timeout=delay)
+                # A failed cycle is retried after its back-off, whatever wakes us meanwhile;
+                # only a stop (the agent's or the daemon's: see `_drain`) ends it sooner.
+                while not runner.stop and (delay := runner.retry_at - time.monotonic()) > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(runner.wake.wait(), timeout=delay)
+                    runner.wake.clear()  # the cycle after the back-off sees what came
                 runner.retry_at = 0.0
             else:
                 cfg = runner.agent.config()
                 heartbeat = cfg.heartbeat if cfg is not None and cfg.heartbeat > 0 else None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(runner.wake.wait(), timeout=heartbeat)
-            if runner.stop:
+            if runner.stop or not await self._take_cycle(runner):
                 break
             runner.wake.clear()
             runner.busy = True
@@ -374,6 +380,18 @@ class Daemon:
                     self._quiet.set()
             self._after_cycle(runner, report)
 
+    async def _take_cycle(self, runner: AgentRunner) -> bool:
+        """With --max-cycles N: wait while N cycles are running or have run (one that
+        finds nothing new does not count; see `_after_cycle`). False on a stop."""
+        limit = self.options.max_cycles
+        while limit is not None and self._cycles_taken >= limit:
+            if runner.stop or self.stopping.is_set():
+                return False
+            self._cycle_freed.clear()
+            await self._cycle_freed.wait()
+        self._cycles_taken += 1
+        return True
+
     async def _cycle(self, runner: AgentRunner) -> CycleReport:
         """One cycle, here or in the agent's worker process."""
         worker = runner.worker
@@ -387,13 +405,24 @@ class Daemon:
                 runner.agent.recover()
         return await runner.agent.cycle()
 
-    async def _retire(self, name: str, runner: AgentRunner | None) -> None:
+    async def _retire(
+        self, name: str, runner: AgentRunner | None, tg: asyncio.TaskGroup
+    ) -> None:
         """An agent left the hive: once its cycle in flight is over, the tasks it held go
-        back to tasks/ (unless it is back meanwhile)."""
-        if runner is not None and runner.task is not None:
-            await asyncio.wait([runner.task])
-        if name not in self.runners and not self.hive.rom_path(name).exists():
+        back to tasks/. If it is back meanwhile, its new runner starts only now: never
+        two cycles of one agent at once, on the same tasks."""
+        try:
+            if runner is not None and runner.task is not None:
+                await asyncio.wait([runner.task])
+        finally:
+            del self._retiring[name]
+        if name in self.runners:
+            return
+        if not self.hive.rom_path(name).exists():
             self._give_back(name)
+        elif self._wanted(name) and not self.stopping.is_set():
+            self._start_agent(tg, name)
+            self.request_dispatch()
 
     def _give_back(self, name: str) -> None:
         """The tasks claimed by `name`, an agent the hive no longer has, back to tasks/
@@ -425,8 +454,11 @@ class Daemon:
         if paused_on != runner.paused_on and (report.ran or paused_on is not None):
             runner.paused_on = paused_on  # routing changes: no new work for it, or again
             self._configs_cache = None
+            self.request_dispatch()  # and the waiting list says why tasks wait
         if not report.ran:
             self.totals.tasks_failed += report.tasks_failed  # failed by its budget
+            self._cycles_taken -= 1  # nothing new: it did not count as a cycle
+            self._cycle_freed.set()
             return
         self.totals.add(report)
         if self._on_cycle is not None:
@@ -531,8 +563,8 @@ class Daemon:
                 self.request_dispatch()
         elif kind is HiveEventKind.AGENT_ADDED and name and self._wanted(name):
             self._configs_cache = None
-            if name not in self.runners:
-                self._start_agent(tg, name)
+            if name not in self.runners and name not in self._retiring:
+                self._start_agent(tg, name)  # (one still retiring starts after: `_retire`)
                 self.request_dispatch()
         elif kind is HiveEventKind.AGENT_REMOVED and name:
             runner = self.runners.pop(name, None)
@@ -540,7 +572,9 @@ class Daemon:
             if runner is not None:
                 runner.stop = True
                 runner.wake.set()
-            tg.create_task(self._retire(name, runner))
+                self._cycle_freed.set()
+            if name not in self._retiring:
+                self._retiring[name] = tg.create_task(self._retire(name, runner, tg))
         elif kind is HiveEventKind.FILE_CHANGED:
             rel = self.hive.relative(event.path)
             for runner_name, runner in self.runners.items():
@@ -553,7 +587,7 @@ class Daemon:
         settle = self.options.idle_settle
         while not self.stopping.is_set():
             await asyncio.sleep(settle / 3)
-            if self._dispatch_wanted.is_set() or any(
+            if self._dispatch_wanted.is_set() or self._retiring or any(
                 r.busy or r.wake.is_set() or (r.retry_at and r.failures < GIVE_UP_WHEN_IDLE)
                 for r in self.runners.values()
             ):

@@ -1,0 +1,156 @@
+"""Agents that leave and come back while the daemon runs, and --max-cycles as a cap
+(offline provider, real temporary hives)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections import Counter
+
+from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.errors import ModelConnectionError
+from hivemind.hive.layout import Hive
+from hivemind.llm.base import ModelRequest, ModelResponse
+from tests.helpers import (
+    CountingProvider,
+    fast_config,
+    run_until_idle,
+    until,
+    write_agent,
+    write_task,
+)
+
+
+class FailsFor(CountingProvider):
+    """The offline provider, but every call of `agent` fails (a model that is away)."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__()
+        self.agent = agent
+        self.failed = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.agent == self.agent:
+            self.failed += 1
+            raise ModelConnectionError("the model is away (test)")
+        return await super().complete(request)
+
+
+class HeldOnce(CountingProvider):
+    """The offline provider; `agent`'s first call waits for `gate`. Counts the calls
+    of each agent in flight at once (`most`)."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__()
+        self.agent = agent
+        self.gate = asyncio.Event()
+        self.waiting = asyncio.Event()
+        self.in_flight: Counter[str] = Counter()
+        self.most: Counter[str] = Counter()
+        self.calls: Counter[str] = Counter()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        who = request.agent
+        self.calls[who] += 1
+        self.in_flight[who] += 1
+        self.most[who] = max(self.most[who], self.in_flight[who])
+        try:
+            if who == self.agent and self.calls[who] == 1:
+                self.waiting.set()
+                await self.gate.wait()
+            return await super().complete(request)
+        finally:
+            self.in_flight[who] -= 1
+
+
+def test_an_agent_removed_in_its_back_off_gives_its_tasks_back_at_once(hive: Hive) -> None:
+    """Its back-off waited for the daemon's stop only: the tasks it held stayed in
+    tasks/active/ until then, and --until-idle called the hive idle (exit 0) with them
+    undone: they went back to tasks/ as the daemon exited, for nobody."""
+    write_agent(hive, "stays")
+    write_agent(hive, "leaves")
+    for i in range(3):
+        write_task(hive, f"t{i}", front="assignee: leaves\n")
+    provider = FailsFor("leaves")
+    daemon = Daemon(hive, fast_config(hive), provider,
+                    RunOptions(until_idle=True, idle_settle=0.2, backoff=60.0))
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        await until(lambda: provider.failed > 0, "its first call failed")
+        shutil.rmtree(hive.agent_dir("leaves"))
+        await asyncio.wait_for(task, 20)
+
+    asyncio.run(main())
+    assert daemon.exit_reason == "idle"
+    for i in range(3):
+        assert "agent: stays" in (hive.done_dir / f"t{i}.md").read_text()
+    assert list(hive.tasks_dir.glob("*.md")) == []
+
+
+def test_an_agent_put_back_during_its_cycle_never_runs_two_cycles_at_once(hive: Hive) -> None:
+    """Its folder moved away and back while a cycle was in flight: a new runner started
+    at once beside the old one, marked the old cycle interrupted while it still ran, and
+    did its tasks a second time (two reports to human)."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1", front="assignee: worker\n")
+    provider = HeldOnce("worker")
+    daemon = Daemon(hive, fast_config(hive), provider, RunOptions())
+    away = hive.root.parent / "worker-away"
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        await asyncio.wait_for(provider.waiting.wait(), 10)
+        hive.agent_dir("worker").rename(away)
+        await until(lambda: "worker" not in daemon.runners, "its runner stops")
+        away.rename(hive.agent_dir("worker"))
+        await asyncio.sleep(1.0)  # the watcher hears of it (rescan 0.2 s)
+        calls_while_held = provider.calls["worker"]
+        provider.gate.set()
+        await until((hive.done_dir / "t1.md").exists, "the task is done")
+        await until(lambda: "worker" in daemon.runners, "it runs again")
+        daemon.stop("test")
+        await task
+        assert calls_while_held == 1
+
+    asyncio.run(main())
+    assert provider.most["worker"] == 1
+    events = [json.loads(line)["event"]
+              for line in hive.audit_path("worker").read_text().splitlines()]
+    assert "interrupted" not in events
+    reports = [p for p in (hive.mailboxes_dir / "human" / "new").glob("*.md")
+               if "t1" in p.read_text()]
+    assert len(reports) == 1
+
+
+def test_max_cycles_is_a_cap_however_many_agents_run_at_once(hive: Hive) -> None:
+    """Each agent's cycle in flight ran to its end: --max-cycles 2 with six agents ran
+    six cycles (each one may cost tokens)."""
+    for i in range(6):
+        write_agent(hive, f"a{i}")
+    for i in range(12):
+        write_task(hive, f"t{i:02d}")
+    provider = CountingProvider()
+
+    daemon = run_until_idle(hive, provider, max_cycles=2)
+
+    assert daemon.exit_reason == "max-cycles"
+    assert daemon.totals.cycles == 2
+    assert len({r.agent for r in provider.requests}) <= 2
+
+
+def test_tasks_left_by_paused_agents_say_why_with_workers_too(hive: Hive) -> None:
+    """A worker's tasks given back reached the lead before the report that its agent is
+    paused: nothing asked for a new dispatch, so the waiting list stayed empty."""
+    (hive.root / "hive.toml").write_text("[agents.budget]\nper_day = 3000\n")
+    for i in range(4):
+        write_agent(hive, f"a{i}")
+    for i in range(40):
+        write_task(hive, f"t{i:02d}")
+
+    daemon = run_until_idle(hive, workers=2)
+
+    assert daemon.exit_reason == "stalled"
+    assert daemon.waiting
+    assert all("is paused: its daily token budget is spent" in why for _, why in daemon.waiting)
