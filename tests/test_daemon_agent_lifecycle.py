@@ -139,18 +139,3 @@ def test_max_cycles_is_a_cap_however_many_agents_run_at_once(hive: Hive) -> None
     assert daemon.totals.cycles == 2
     assert len({r.agent for r in provider.requests}) <= 2
 
-
-def test_tasks_left_by_paused_agents_say_why_with_workers_too(hive: Hive) -> None:
-    """A worker's tasks given back reached the lead before the report that its agent is
-    paused: nothing asked for a new dispatch, so the waiting list stayed empty."""
-    (hive.root / "hive.toml").write_text("[agents.budget]\nper_day = 3000\n")
-    for i in range(4):
-        write_agent(hive, f"a{i}")
-    for i in range(40):
-        write_task(hive, f"t{i:02d}")
-
-    daemon = run_until_idle(hive, workers=2)
-
-    assert daemon.exit_reason == "stalled"
-    assert daemon.waiting
-    assert all("is paused: its daily token budget is spent" in why for _, why in daemon.waiting)
