@@ -89,6 +89,28 @@ def test_a_looping_task_is_stopped_and_the_other_goes_on(hive: Hive) -> None:
     assert record["effects"]["tasks_completed"] == ["t2"]
 
 
+def test_a_call_whose_answer_changes_each_time_is_no_loop(hive: Hive) -> None:
+    """A folder listed again after each write is progress: the third listing failed the
+    task as a loop."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    listing = {"path": "workspace"}
+    with FakeAnthropic() as api:
+        api.responder = scripted(
+            [tool_use(1, "list_files", **listing)],
+            [tool_use(2, "write_file", path="workspace/a.md", content="a")],
+            [tool_use(3, "list_files", **listing)],
+            [tool_use(4, "write_file", path="workspace/b.md", content="b")],
+            [tool_use(5, "list_files", **listing)],
+            [tool_use(6, "complete_task", task_id="t1", result="listed three times")],
+        )
+        run_until_idle(hive, provider(api))
+
+    assert "listed three times" in (hive.done_dir / "t1.md").read_text()
+    [record] = cycles(hive)
+    assert not any(c["error"] for c in record["tool_calls"])
+
+
 def test_repeats_past_the_limit_in_one_round_are_not_run(hive: Hive) -> None:
     """Ten of the same call in one reply: the first three run (the third stops the
     task), the seven after it are not run: their mail is not sent."""

@@ -2,7 +2,9 @@
 
 The calls of a round were written together, blind to each other's results, so they
 run overlapped (see `ToolRunner.run_calls`). The same call repeated `loop_breaker`
-times for a task stops that task; repeated while no task is held, it ends the cycle.
+times for a task, with the same answer each time, stops that task; repeated while no
+task is held, it ends the cycle. A call whose answer changed (a folder listed again
+after a write) made progress: its count starts again.
 """
 
 from __future__ import annotations
@@ -60,12 +62,14 @@ class ToolRunner:
         self.working = working
         self.cycle_no = 0
         self.loops: dict[str, Counter[str]] = {}  # per task held (or NO_TASK): call → times
+        self._answers: dict[str, dict[str, int]] = {}  # ... call → hash of its last answer
         self._repeated: dict[str, str] = {}  # the keys whose call reached the limit this round
 
     def start_cycle(self, cycle_no: int, held: list[str]) -> None:
         """Repeats count on only for the tasks still held."""
         self.cycle_no = cycle_no
         self.loops = {k: v for k, v in self.loops.items() if k in held}
+        self._answers = {k: v for k, v in self._answers.items() if k in held}
         self._repeated = {}
 
     async def run_calls(
@@ -127,6 +131,7 @@ class ToolRunner:
                                 content=f"not run: the same call was made {limit} times")
         else:
             result = await self.s.tools.execute(ctx, call)
+            self._progress(concerned or [NO_TASK], canonical, result, limit)
         # Recorded as the call ends: a task finished later in the round consolidates the
         # steps that led to it (its own: see `concerned_tasks`).
         self.working.add(
@@ -140,6 +145,20 @@ class ToolRunner:
         )
         return result
 
+    def _progress(self, keys: list[str], canonical: str, result: ToolResult, limit: int) -> None:
+        """A call whose answer differs from its last one is no repeat: its count starts
+        again at this call (and a limit it reached is not acted on)."""
+        answer = hash((result.is_error, result.content))
+        for key in keys:
+            answers = self._answers.setdefault(key, {})
+            before, answers[canonical] = answers.get(canonical), answer
+            counts = self.loops.get(key)
+            if before is None or before == answer or counts is None:
+                continue
+            counts[canonical] = 1
+            if self._repeated.get(key) == canonical and limit > 1:
+                del self._repeated[key]
+
     def break_loops(self, ctx: ToolContext, round_calls: list[ToolCall],
                     results: list[ToolResult], log: list[dict[str, Any]]) -> bool:
         """Stop what the round repeated too often: a task (its other tasks go on), or,
@@ -150,6 +169,7 @@ class ToolRunner:
         tripped, self._repeated = self._repeated, {}
         for key, repeated in tripped.items():
             self.loops.pop(key, None)
+            self._answers.pop(key, None)
             reason = (f"stopped: the same tool call was repeated {limit} times "
                       f"({short(repeated, 120)})")
             if key != NO_TASK:
