@@ -552,3 +552,25 @@ def test_the_team_is_in_the_system_prompt_and_not_in_the_status_block(hive: Hive
     assert "ann (" not in request.system.split("# Your ROM")[0]  # not herself
     [status] = [e for e in json.loads(request.context_json) if e["metadata"]["type"] == "status"]
     assert "agents" not in status["content"] and "tasks" in status["content"]
+
+
+def test_a_done_task_moved_back_is_done_again_with_its_new_result(hive: Hive) -> None:
+    """`mv tasks/done/x.md tasks/` to have it redone: it was redone, but the new result
+    was dropped (the file kept its first result and finished_at, the person's note
+    unanswered)."""
+    write_agent(hive, "worker")
+    write_task(hive, "t1", "Write a haiku about folders.")
+    run_until_idle(hive)
+    first = (hive.done_dir / "t1.md").read_text()
+    redo = hive.tasks_dir / "t1.md"
+    (hive.done_dir / "t1.md").rename(redo)
+    redo.write_text(redo.read_text() + "\nREDO: make it about files instead.\n")
+
+    daemon = run_until_idle(hive)
+
+    assert daemon.exit_reason == "idle"
+    again = (hive.done_dir / "t1.md").read_text()
+    assert again.count("## Result") == 2
+    assert again.index("REDO: make it about files") < again.rindex("## Result")
+    finished = [line for line in again.splitlines() if line.startswith("finished_at:")]
+    assert finished and finished != [x for x in first.splitlines() if x.startswith("finished_at:")]

@@ -142,21 +142,18 @@ class TaskBoard(TaskIndex):
         `retire_finished` removes the claimed copy at the next start.
         """
         task = self._owned(ref, agent)
-        if task.status is TaskState.DONE and task.agent == agent and task.finished_at:
-            # Marked done in place (as earlier versions did before the move): finish the
-            # move and keep that first result, never a second one.
-            dest = move_into(ref.path, self.hive.done_dir, f"{task.id}.md")
-        else:
-            task = task.model_copy(
-                update={
-                    "status": TaskState.DONE,
-                    "agent": agent,
-                    "finished_at": utcnow(),
-                    "body": append_section(task.body, "Result", result),
-                }
-            )
-            dest = yield from self._publish(task, ref.path.parent, self.hive.done_dir)
-            self._retire(ref.path)
+        # A task done before and dropped back into tasks/ by a person is done again:
+        # its new result is appended after the old one (and the person's notes).
+        task = task.model_copy(
+            update={
+                "status": TaskState.DONE,
+                "agent": agent,
+                "finished_at": utcnow(),
+                "body": append_section(task.body, "Result", result),
+            }
+        )
+        dest = yield from self._publish(task, ref.path.parent, self.hive.done_dir)
+        self._retire(ref.path)
         self._parsed.forget(ref.path)
         self._loaded(agent, -1)
         return TaskRef(task, dest, TaskState.DONE, agent, time.time())
