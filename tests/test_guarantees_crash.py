@@ -174,9 +174,10 @@ def test_restart_keeps_a_claimed_task_unless_done_has_its_finished_version(
     assert (hive.active_dir_for("worker") / "t1.md").exists()
 
 
-async def test_a_task_marked_done_in_place_is_moved_with_its_first_result(hive: Hive) -> None:
-    """Earlier versions marked the claimed file done before moving it: a crash in between
-    left it in active/ marked done. Completing it again moves it and keeps that result."""
+async def test_a_claimed_task_already_marked_done_keeps_both_results(hive: Hive) -> None:
+    """A claimed file that already says done (a person moved a done task back to have it
+    redone; or an early version's crash) is completed again: its earlier result stays,
+    the new one follows, and it moves to done/."""
     claimed(hive, "t1")
     (hive.active_dir_for("worker") / "t1.md").write_text(
         "---\nid: t1\nstatus: done\nagent: worker\n"
@@ -188,7 +189,8 @@ async def test_a_task_marked_done_in_place_is_moved_with_its_first_result(hive: 
     assert not is_error, content
     assert not list(hive.active_dir_for("worker").glob("*.md"))
     text = (hive.done_dir / "t1.md").read_text()
-    assert text.count("## Result") == 1 and "first" in text
+    assert text.count("## Result") == 2 and text.index("first") < text.rindex("## Result")
+    assert "finished_at: 2026-01-01" not in text
 
 
 async def test_a_finished_task_whose_copy_cannot_be_removed_is_listed_nowhere(
