@@ -136,4 +136,11 @@ class WorkerLostError(WorkerError):
 
 
 class WorkerCrashedError(WorkerError):
-    """A cycle raised a bug in a worker process (the message holds its traceback)."""
+    """A cycle raised a bug in a worker process: `error` is that exception (as it crossed
+    the pipe), `where` its traceback there."""
+
+    def __init__(self, error: Exception, where: str, pid: int | None) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+        self.where = where
+        self.pid = pid

@@ -8,9 +8,12 @@ import json
 import shutil
 from collections import Counter
 
+import pytest
+
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.errors import ModelConnectionError
-from hivemind.hive.layout import Hive
+from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.mailbox import Mailbox
 from hivemind.llm.base import ModelRequest, ModelResponse
 from tests.helpers import (
     CountingProvider,
@@ -139,3 +142,20 @@ def test_max_cycles_is_a_cap_however_many_agents_run_at_once(hive: Hive) -> None
     assert daemon.totals.cycles == 2
     assert len({r.agent for r in provider.requests}) <= 2
 
+
+
+def test_an_agent_folder_named_human_is_not_run(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    """agents/human/ was taken for an agent: it read the person's mail (marked read,
+    answered by a model) and could be routed tasks."""
+    write_agent(hive, "worker")
+    write_agent(hive, HUMAN)
+    write_task(hive, "t1")
+
+    daemon = run_until_idle(hive)
+
+    assert set(daemon.runners) == {"worker"}
+    assert "agent: worker" in (hive.done_dir / "t1.md").read_text()
+    assert len(Mailbox(hive, HUMAN).unread()) >= 1  # the worker's notes, still unread
+    assert "agents/human/: not run as an agent: `human` is the person's name" in caplog.text

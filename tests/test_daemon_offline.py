@@ -574,3 +574,49 @@ def test_a_done_task_moved_back_is_done_again_with_its_new_result(hive: Hive) ->
     assert again.index("REDO: make it about files") < again.rindex("## Result")
     finished = [line for line in again.splitlines() if line.startswith("finished_at:")]
     assert finished and finished != [x for x in first.splitlines() if x.startswith("finished_at:")]
+
+
+def test_a_status_json_that_cannot_be_written_stops_nothing(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full disk killed an idle daemon within seconds: the status.json refresh raised.
+    (Here a folder stands where the file goes: the write fails the same way.)"""
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    blocked = hive.status_file
+    blocked.mkdir(parents=True)
+    (blocked / "keep").write_text("a folder where status.json goes")
+
+    daemon = run_until_idle(hive)
+
+    assert daemon.exit_reason == "idle"
+    assert (hive.done_dir / "t1.md").is_file()
+    said = [r.message for r in caplog.records if "cannot write it" in r.message]
+    assert len(said) == 1 and said[0].startswith(".hivemind/status.json: cannot write it")
+    assert not list(blocked.parent.glob(".status.*.tmp"))
+
+
+@pytest.mark.parametrize("removed", ["lock-file", "hivemind-folder"])
+def test_a_removed_lock_file_lets_no_second_daemon_run(hive: Hive, removed: str) -> None:
+    """`rm .hivemind/daemon.lock` (or `rm -rf .hivemind`, `git clean -fdX`) while a
+    daemon ran let a second one start beside it: tasks were done twice."""
+    write_agent(hive, "worker")
+    first = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
+    second = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
+
+    async def main() -> None:
+        task = asyncio.create_task(first.run())
+        await until(hive.lock_file.exists, "the first daemon holds the hive")
+        await until(lambda: "worker" in first.runners, "it runs")
+        if removed == "lock-file":
+            hive.lock_file.unlink()
+        else:
+            shutil.rmtree(hive.root / ".hivemind")
+        with pytest.raises(HiveLockedError):
+            await second.run()
+        await until(hive.lock_file.exists, "the lock file is written again")
+        first.stop("test")
+        await task
+
+    asyncio.run(main())
+    assert not second.runners

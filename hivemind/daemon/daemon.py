@@ -12,34 +12,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 
 from hivemind.agent.cycle import DAY_SPENT, Agent, CycleReport
 from hivemind.agent.perceive import matches_any
 from hivemind.agent.services import HiveServices
+from hivemind.daemon.configwatch import watch_hive_toml
 from hivemind.daemon.dispatch import Dispatcher
 from hivemind.daemon.gctune import daemon_gc_pace
-from hivemind.daemon.lock import HiveLock
+from hivemind.daemon.lead import WorkerLead
+from hivemind.daemon.lock import HiveLock, outlive_old_workers
+from hivemind.daemon.runner import AgentRunner, RunOptions
 from hivemind.daemon.status import IdleState, RunTotals, StatusWriter, hive_idle_state
-from hivemind.daemon.workers import (
-    WorkerLink,
-    WorkerSpec,
-    deal,
-    process_count,
-    share_of_calls,
-)
-from hivemind.errors import ConfigError, WorkerLostError
-from hivemind.hive.config import load_hive_config
-from hivemind.hive.layout import Hive
+from hivemind.daemon.workers import WorkerLink
+from hivemind.errors import WorkerCrashedError, WorkerLostError
+from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.leftovers import sweep_temps
 from hivemind.hive.models import AgentConfig, HiveConfig
-from hivemind.hive.statcache import Sig, sig_of
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 from hivemind.llm.base import Provider
 from hivemind.ltm.store import LongTermMemory
@@ -47,7 +39,8 @@ from hivemind.memory.blocks import utcnow
 
 logger = logging.getLogger(__name__)
 
-BACKOFF_START = 2.0
+__all__ = ["Daemon", "RunOptions"]
+
 BACKOFF_MAX = 300.0
 GIVE_UP_WHEN_IDLE = 3  # failed cycles in a row before --until-idle stops waiting
 CONFIGS_TTL = 1.0  # routing re-reads the ROMs at least this often
@@ -56,31 +49,7 @@ FULL_DISPATCH_EVERY = 12  # rescan intervals between full listings of tasks/ by 
 DISPATCH_COALESCE = 0.005  # s a dispatch waits, cycles in flight, to take their ends together
 
 
-@dataclass
-class RunOptions:
-    until_idle: bool = False
-    agents: list[str] | None = None
-    max_cycles: int | None = None
-    poll: bool | None = None
-    idle_settle: float = 0.3
-    backoff: float = BACKOFF_START
-    workers: int | None = None  # processes to spread the agents over (None: hive.toml)
-
-
-@dataclass
-class AgentRunner:
-    agent: Agent
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    busy: bool = False
-    failures: int = 0
-    retry_at: float = 0.0
-    task: asyncio.Task[None] | None = None
-    stop: bool = False
-    worker: WorkerLink | None = None  # the process that runs its cycles (None: this one)
-    paused_on: date | None = None  # the UTC day its daily budget ran out: no new work
-
-
-class Daemon:
+class Daemon(WorkerLead):
     """Runs the agents of one hive until stopped (or idle, with `until_idle`)."""
 
     def __init__(
@@ -124,7 +93,10 @@ class Daemon:
         self.waiting: list[tuple[str, str]] = []
         self.stalled: IdleState | None = None
         self.workers: list[WorkerLink] = []
+        self._worker_ends: set[asyncio.Task[None]] = set()  # dead workers being seen to
+        self._deadline: float | None = None  # (loop time) when the grace period ends
         self._secrets = secrets
+        self._lock: HiveLock | None = None  # held while `run` runs
         self._retiring: dict[str, asyncio.Task[None]] = {}  # removed; tasks not yet given back
         self._cycles_taken = 0  # cycles running or run (for --max-cycles)
         self._cycle_freed = asyncio.Event()  # one of them did not run after all, or a stop
@@ -142,6 +114,8 @@ class Daemon:
         self._last_activity = time.monotonic()
 
     def _wanted(self, name: str) -> bool:
+        if name == HUMAN:
+            return False  # the person's name: see `Hive.reserved_agent_folder`
         return self.options.agents is None or name in self.options.agents
 
     def _configs(self) -> dict[str, AgentConfig]:
@@ -189,28 +163,36 @@ class Daemon:
     # -- main ------------------------------------------------------------------
     async def run(self) -> str:
         """Run until stopped; returns why it stopped ("idle", "signal", "max-cycles", ...)."""
-        with HiveLock(self.hive), daemon_gc_pace():
-            sweep_temps(self.hive)  # under the lock: no other daemon writes here
-            known = set(self.hive.agent_names())
-            for name in self.services.board.active_agents():
-                if name not in known:
-                    self._give_back(name)
+        with HiveLock(self.hive) as self._lock, daemon_gc_pace():
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.add_signal_handler(sig, self.stop, "signal")
             try:
-                await self._run()
+                # No agent runs here while a worker of an earlier daemon still runs it.
+                if await outlive_old_workers(self.hive, self.stopping):
+                    sweep_temps(self.hive)  # under the lock: no other daemon writes here
+                    if (reserved := self.hive.reserved_agent_folder()) is not None:
+                        logger.warning("%s", reserved)
+                    known = set(self.hive.agent_names())
+                    for name in self.services.board.active_agents():
+                        if name not in known:
+                            self._give_back(name)
+                    await self._run()
             finally:
-                for sig in (signal.SIGINT, signal.SIGTERM):
-                    with contextlib.suppress(NotImplementedError, RuntimeError):
-                        loop.remove_signal_handler(sig)
-                await asyncio.gather(*(w.stop() for w in self.workers))
-                await asyncio.gather(*(r.agent.settle() for r in self.runners.values()))
-                await self.services.provider.aclose()
-                if self.services.ltm is not None:
-                    self.services.ltm.close()
-                self.status.write(final=True)
+                try:
+                    await self._stop_workers()
+                    await asyncio.gather(*(r.agent.settle() for r in self.runners.values()))
+                    await self.services.provider.aclose()
+                    if self.services.ltm is not None:
+                        self.services.ltm.close()
+                finally:
+                    self.status.write(final=True)
+                    # Only now: a Ctrl-C while the workers stop hurries them, where it
+                    # would raise KeyboardInterrupt (no summary, a stale status.json).
+                    for sig in (signal.SIGINT, signal.SIGTERM):
+                        with contextlib.suppress(NotImplementedError, RuntimeError):
+                            loop.remove_signal_handler(sig)
         return self.exit_reason
 
     def stop(self, reason: str) -> None:
@@ -249,58 +231,21 @@ class Daemon:
             for link in self.workers:
                 for name in link.agents:
                     self._start_agent(tg, name, link)
-                tg.create_task(self._adopt(link))
             self.request_dispatch()
             service = [
+                *(tg.create_task(self._adopt(link)) for link in self.workers),
                 tg.create_task(self._dispatch_loop()),
                 tg.create_task(self._event_loop(watcher, tg)),
                 tg.create_task(self.status.loop()),
-                tg.create_task(self._config_loop()),
+                tg.create_task(watch_hive_toml(
+                    self.hive, self.stopping, self.config.daemon.rescan_interval,
+                    self._each_rescan,
+                )),
             ]
             if self.options.until_idle:
                 service.append(tg.create_task(self._idle_loop()))
             await self.stopping.wait()
             await self._drain(service)
-
-    def _spread(self, names: list[str]) -> list[str]:
-        """Deal the agents out over the processes and start the workers; returns the
-        agents this process runs itself."""
-        wanted = self.options.workers or self.config.daemon.workers
-        # Each process needs a model-call slot of its own, and together they keep the cap.
-        processes = process_count(wanted, len(names), self.config.daemon.max_concurrent_calls)
-        shares = deal(names, processes)
-        if processes > 1:
-            calls = share_of_calls(self.config.daemon.max_concurrent_calls, processes)
-            self.services.model_slots = asyncio.Semaphore(calls)
-            for share in shares[1:]:
-                spec = WorkerSpec(
-                    root=str(self.hive.root), config=self.config,
-                    offline=self.services.provider.offline, secrets=self._secrets,
-                    agents=tuple(share), model_calls=calls,
-                )
-                link = WorkerLink(spec, on_dispatch=self.request_dispatch,
-                                  on_mail=self.wake_agents, on_load=self._moved_elsewhere)
-                link.start()
-                self.workers.append(link)
-        return shares[0]
-
-    def _moved_elsewhere(self, agent: str, delta: int) -> None:
-        """A worker moved one of its agents' tasks: the board's load follows, and a task
-        leaving active/ makes room for the next one."""
-        self.services.board.moved_elsewhere(agent, delta)
-        if delta < 0:
-            self.request_dispatch()
-
-    async def _adopt(self, link: WorkerLink) -> None:
-        """Mirror the recovered state of a worker's agents (counters, budgets) here."""
-        try:
-            states = await link.ready()
-        except WorkerLostError:
-            return  # its agents fall back to this process at their next cycle
-        for name, state in states.items():
-            runner = self.runners.get(name)
-            if runner is not None:
-                state.apply(runner.agent)
 
     def _start_configs(self) -> dict[str, AgentConfig]:
         out = {}
@@ -322,13 +267,16 @@ class Daemon:
         runner.task = tg.create_task(self._agent_loop(runner))
 
     async def _drain(self, service: list[asyncio.Task[None]]) -> None:
-        """Let in-flight cycles finish (grace period), then cancel the rest."""
+        """Let in-flight cycles finish (grace period), then cancel the rest; the workers'
+        cycles have the same grace period, and the same hurry (see `_stop_workers`)."""
         for runner in self.runners.values():
             runner.stop = True
             runner.wake.set()
         pending = {r.task for r in self.runners.values() if r.task is not None}
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.config.daemon.grace_period
+        self._deadline = deadline = loop.time() + self.config.daemon.grace_period
+        for link in self.workers:
+            link.stop(self.config.daemon.grace_period)
         hurry = asyncio.ensure_future(self._hurry.wait())
         try:
             while pending and not hurry.done() and (left := deadline - loop.time()) > 0:
@@ -337,6 +285,9 @@ class Daemon:
                 pending -= done
         finally:
             hurry.cancel()
+        if self._hurry.is_set():
+            for link in self.workers:
+                link.hurry()
         for t in pending:
             t.cancel()
         for t in service:
@@ -398,11 +349,19 @@ class Daemon:
         if worker is not None:
             try:
                 return await worker.cycle(runner.agent)
+            except WorkerCrashedError as exc:
+                return self._crashed(runner, exc)
             except WorkerLostError:
-                # Its worker died: the agent comes home, its interrupted cycle marked,
-                # and runs here from now on.
-                runner.worker = None
-                runner.agent.recover()
+                if not self.stopping.is_set():
+                    # Its worker died: once its process is surely gone, the agent comes
+                    # home, its interrupted cycle marked, and runs here from now on.
+                    await worker.ended()
+                    runner.worker = None
+                    runner.agent.recover()
+            if self.stopping.is_set():
+                # No new cycle (no new model call) on the way out: the one its worker had
+                # in hand was cut, and the next start marks it interrupted.
+                return CycleReport(agent=runner.agent.name, reason="the daemon is stopping")
         return await runner.agent.cycle()
 
     async def _retire(
@@ -477,6 +436,7 @@ class Daemon:
         self.request_dispatch()  # tasks finished: others may be claimable now
 
     async def _dispatch_loop(self) -> None:
+        settle_again: asyncio.TimerHandle | None = None
         while not self.stopping.is_set():
             await self._dispatch_wanted.wait()
             self._dispatch_wanted.clear()
@@ -504,11 +464,14 @@ class Daemon:
             for name in result.claimed:
                 self.runners[name].wake.set()
             self.waiting = result.waiting
+            if settle_again is not None:
+                settle_again.cancel()
+                settle_again = None
             if self.services.board.unsettled:
                 # Files still being written: no event will come for them if they were
                 # already there at start-up, so look again once they can have settled.
-                asyncio.get_running_loop().call_later(
-                    self.config.daemon.settle_time, self.request_dispatch
+                settle_again = asyncio.get_running_loop().call_later(
+                    self.services.board.settle_wait, self.request_dispatch
                 )
             if self._in_flight:
                 # Cycles in flight: their ends come in bursts; take them in one scan. Once
@@ -516,33 +479,10 @@ class Daemon:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._quiet.wait(), DISPATCH_COALESCE)
 
-    async def _config_loop(self) -> None:
-        """hive.toml is read once, at the start: say so when it changes meanwhile (an
-        edit that seems to do nothing, or a broken file the daemon seems to accept)."""
-        path = self.hive.config_file
-        started_with = _bytes_of(path)
-        told, seen = started_with, _sig_of(path)
-        while not self.stopping.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), self.config.daemon.rescan_interval)
-            if (sig := _sig_of(path)) == seen:
-                continue  # one stat a rescan interval while nothing changes
-            seen, now = sig, _bytes_of(path)
-            if now == told:
-                continue
-            told = now
-            if now == started_with:
-                logger.warning("%s is back as this daemon read it", self.hive.relative(path))
-                continue
-            try:
-                load_hive_config(self.hive)
-                problem = ""
-            except ConfigError as exc:
-                problem = f"; the new one is not valid: {exc}"
-            logger.warning(
-                "%s changed: this daemon keeps the settings it started with (restart it to "
-                "use the new ones)%s", self.hive.relative(path), problem,
-            )
+    def _each_rescan(self) -> None:
+        """Every rescan interval: the lock's pid file back if someone removed it."""
+        if self._lock is not None:
+            self._lock.refresh()
 
     async def _event_loop(self, watcher: HiveWatcher, tg: asyncio.TaskGroup) -> None:
         while not self.stopping.is_set():
@@ -554,6 +494,11 @@ class Daemon:
         if kind is HiveEventKind.TASK_DROPPED:
             self._changed_tasks.add(event.path)
             self.request_dispatch()
+        elif kind is HiveEventKind.TASK_EDITED and name:
+            # A person edited a task the agent holds: it sees the new text at its next
+            # cycle. The board's own moves (a claim) leave a file it has read: no news.
+            if not self.services.board.has_read(event.path):
+                self.wake_agents([name])
         elif kind in (HiveEventKind.MAIL_ARRIVED, HiveEventKind.ROM_CHANGED) and name:
             self.wake_agents([name])
             if kind is HiveEventKind.ROM_CHANGED:
@@ -601,17 +546,3 @@ class Daemon:
                 self.stalled = state
                 self.stop("stalled")
 
-
-def _sig_of(path: Path) -> Sig | None:
-    try:
-        return sig_of(os.stat(path))
-    except OSError:
-        return None
-
-
-def _bytes_of(path: Path) -> bytes | None:
-    """The file's bytes (None if it cannot be read)."""
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None

@@ -1,19 +1,27 @@
-"""One daemon per hive: an exclusive `flock` on `.hivemind/daemon.lock`.
+"""One daemon per hive: an exclusive `flock` on the hive's folder itself, and on
+`.hivemind/daemon.lock`, which holds the owner's pid for the message a second daemon
+prints. The folder's lock cannot be deleted away (`rm -rf .hivemind`, `git clean
+-fdX`): a lock file can, and a second daemon then started beside the first.
 
-The OS drops the lock when its process dies, so a stale lock from a killed
-daemon is simply taken over; the file holds the owner's pid for the message
-a second daemon prints.
+The OS drops the locks when their process dies, so a stale lock from a killed
+daemon is simply taken over. A second lock, `.hivemind/workers.lock`, keeps a new
+daemon from running agents while worker processes of an old one still live.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
+import logging
 import os
+from pathlib import Path
 from types import TracebackType
 
 from hivemind.errors import HiveLockedError
 from hivemind.hive.layout import Hive
+
+logger = logging.getLogger(__name__)
 
 
 class HiveLock:
@@ -22,30 +30,81 @@ class HiveLock:
     def __init__(self, hive: Hive) -> None:
         self.hive = hive
         self._fd: int | None = None
+        self._root_fd: int | None = None
 
     def acquire(self) -> None:
+        root_fd = os.open(self.hive.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(root_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(root_fd)
+            raise HiveLockedError(self.hive.root, self._owner()) from None
+        try:
+            fd = self._pid_file()
+        except BaseException:
+            os.close(root_fd)  # closing drops its lock
+            raise
+        self._root_fd, self._fd = root_fd, fd
+
+    def _pid_file(self) -> int:
+        """The lock file, locked, with this process's pid in it."""
         path = self.hive.lock_file
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except BlockingIOError:  # an older hivemind, which locks the file only
             pid = _read_pid(fd)
             os.close(fd)
             raise HiveLockedError(self.hive.root, pid) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         os.fsync(fd)
-        self._fd = fd
+        return fd
 
-    def release(self) -> None:
+    def _owner(self) -> int | None:
+        """The pid in the lock file (None if it is gone or empty)."""
+        try:
+            fd = os.open(self.hive.lock_file, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            return _read_pid(fd)
+        finally:
+            os.close(fd)
+
+    def refresh(self) -> None:
+        """Write the lock file again if it was removed or replaced meanwhile (the hive
+        stays locked by its folder; the file tells `hivemind status` who holds it)."""
         if self._fd is None:
             return
+        try:
+            if os.stat(self.hive.lock_file).st_ino == os.fstat(self._fd).st_ino:
+                return
+        except FileNotFoundError:
+            pass
+        try:
+            fd = self._pid_file()
+        except (OSError, HiveLockedError) as exc:
+            logger.debug("%s: not written again: %s", self.hive.lock_file, exc)
+            return
+        old, self._fd = self._fd, fd
         with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, 0)
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
-        os.close(self._fd)
-        self._fd = None
+            os.close(old)
+        logger.warning("%s was removed while the daemon runs: written again (the hive "
+                       "stays locked all along)", self.hive.relative(self.hive.lock_file))
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+        if self._root_fd is not None:
+            fcntl.flock(self._root_fd, fcntl.LOCK_UN)
+            os.close(self._root_fd)
+            self._root_fd = None
 
     def __enter__(self) -> HiveLock:
         self.acquire()
@@ -66,3 +125,84 @@ def _read_pid(fd: int) -> int | None:
         return int(raw) if raw else None
     except (OSError, ValueError):
         return None
+
+
+# -- the workers lock -------------------------------------------------------------
+# Each worker process of a daemon holds `.hivemind/workers.lock` shared for as long as
+# it lives; a daemon that starts takes it exclusively (then lets it go) before it runs
+# any agent. A worker left by a killed daemon still holds it, so a restart waits for it
+# instead of running the same agents beside it. The kernel drops a dead process's lock.
+
+OLD_WORKERS_POLL = 0.1  # s between two looks while an earlier daemon's workers still run
+
+
+def workers_lock_path(hive: Hive) -> Path:
+    return hive.lock_file.with_name("workers.lock")
+
+
+def hold_as_worker(hive: Hive) -> int | None:
+    """In a worker process: take the workers lock shared until the process ends (the
+    descriptor stays open). None if a daemon holds it exclusively: one that started
+    after this worker's lead died, which the worker must leave alone."""
+    fd = _open_lock(workers_lock_path(hive))
+    if _try_flock(fd, fcntl.LOCK_SH):
+        return fd
+    os.close(fd)
+    return None
+
+
+async def outlive_old_workers(hive: Hive, giving_up: asyncio.Event) -> bool:
+    """In a daemon holding the hive lock: wait until no worker process of an earlier
+    daemon runs any more (False if `giving_up` is set first). The lock is let go at once:
+    this daemon's own workers take it shared."""
+    path = workers_lock_path(hive)
+    fd = _open_lock(path)
+    try:
+        if _try_flock(fd, fcntl.LOCK_EX):
+            return True
+        pids = ", ".join(map(str, _holders(fd))) or "unknown"
+        logger.warning(
+            "waiting for the worker processes of an earlier daemon to exit (pid %s): they "
+            "still run agents of this hive (they hold %s); Ctrl-C gives up",
+            pids, hive.relative(path),
+        )
+        while not _try_flock(fd, fcntl.LOCK_EX):
+            if giving_up.is_set():
+                return False
+            await asyncio.sleep(OLD_WORKERS_POLL)
+        logger.warning("the earlier daemon's worker processes have exited: starting")
+        return True
+    finally:
+        os.close(fd)
+
+
+def _open_lock(path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+def _try_flock(fd: int, how: int) -> bool:
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _holders(fd: int) -> list[int]:
+    """The pids holding a flock on `fd`'s file, as /proc/locks lists them ([] where there
+    is no such file)."""
+    st = os.fstat(fd)
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return []
+    pids = set()
+    for line in lines:
+        # "12: FLOCK  ADVISORY  READ  4242 00:2e:1234 0 EOF" (a waiter's has "->")
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == key:
+            with contextlib.suppress(ValueError):
+                pids.add(int(fields[4]))
+    return sorted(pids)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import statistics
 from dataclasses import dataclass, field
@@ -17,6 +19,8 @@ from hivemind.memory.blocks import utcnow
 
 if TYPE_CHECKING:
     from hivemind.daemon.daemon import Daemon
+
+logger = logging.getLogger(__name__)
 
 STATUS_EVERY = 1.0
 
@@ -104,6 +108,7 @@ class StatusWriter:
         self.hive = hive
         self.daemon = daemon
         self.started_at = utcnow()
+        self._problem: str | None = None  # why the last write failed, until one succeeds
 
     def snapshot(self, final: bool = False) -> dict[str, Any]:
         d = self.daemon
@@ -128,6 +133,8 @@ class StatusWriter:
             "started_at": self.started_at.isoformat(),
             "updated_at": utcnow().isoformat(),
             "agents": agents,
+            # Each worker process: its pid and agents, and how it ended if it died.
+            "workers": [link.status() for link in d.workers],
             "waiting_tasks": [{"id": t, "why": why} for t, why in d.waiting[:50]],
             "totals": d.totals.as_dict(),
         }
@@ -136,11 +143,27 @@ class StatusWriter:
         self._write(self.snapshot(final))
 
     def _write(self, snapshot: dict[str, Any]) -> None:
+        """Write status.json whole. A failure (a full disk, .hivemind/ made read-only) is
+        said once and tried again at the next refresh: the daemon's work goes on."""
         path = self.hive.status_file
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".status.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            problem = exc.strerror or str(exc)
+            if problem != self._problem:
+                logger.warning("%s: cannot write it (%s); the agents go on, and it is tried "
+                               "again every %g s", self.hive.relative(path), problem,
+                               STATUS_EVERY)
+            self._problem = problem
+            return
+        if self._problem is not None:
+            logger.warning("%s: written again", self.hive.relative(path))
+            self._problem = None
 
     async def loop(self) -> None:
         while True:

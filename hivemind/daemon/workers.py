@@ -9,83 +9,44 @@ moved, mail sent) so the lead dispatches and wakes the recipients at once. The
 files are the state, so nothing else needs sharing: a claim is still one rename,
 a delivery still one maildir link, whatever process makes it.
 
-A worker that dies (killed, out of memory) hands its agents back: the lead marks
-their interrupted cycles in the audit log and runs them itself from then on. A
-lead that dies leaves its workers without a pipe: they finish the cycle in hand
-and exit.
+A worker that dies (killed, out of memory) hands its agents back: the lead says so,
+marks their interrupted cycles in the audit log and runs them itself from then on.
+A stop reaches the workers as it reaches the lead's own agents: their cycles in
+flight have the same grace period, a second Ctrl-C cuts them at once, and a worker
+still there a moment after that is killed. A worker dies with its lead (on Linux the
+kernel kills it; elsewhere its pipe closes and it cuts its cycles and exits), and
+holds the workers lock (see `lock`) while it lives: a daemon started after a killed
+one waits for it instead of running its agents a second time beside it.
+
+This module is the lead's side; `worker_process` is the worker's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
+import logging
 import multiprocessing
 import os
-import pickle
 import signal
 import sys
-import time
-import traceback
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import Any, Literal
 
-from hivemind.agent.budget import BudgetTracker
 from hivemind.agent.cycle import Agent, CycleReport
-from hivemind.agent.services import HiveServices
-from hivemind.daemon.gctune import daemon_gc_pace
+from hivemind.daemon.worker_process import AgentState, WorkerSpec, worker_main
 from hivemind.errors import WorkerCrashedError, WorkerLostError
-from hivemind.hive.layout import Hive
-from hivemind.hive.models import HiveConfig
-from hivemind.llm.base import Provider
-from hivemind.llm.offline import OfflineProvider
-from hivemind.llm.select import make_provider
-from hivemind.ltm.store import LongTermMemory
+
+logger = logging.getLogger(__name__)
 
 AGENTS_PER_PROCESS = 16
 """With `workers = "auto"`, a process more for every this many agents, up to one per
 core: offline, one process runs 16 agents' cycles with its core busy the whole time."""
-FIGURES_TTL = 2.0  # as the lead's: hive figures in STATUS blocks are this fresh
-STOP_TIMEOUT = 10.0  # seconds a worker has to exit once its cycles are done
-
-
-@dataclass(frozen=True)
-class WorkerSpec:
-    """What a worker process needs to run its agents (sent to it once, pickled)."""
-
-    root: str
-    config: HiveConfig
-    offline: bool  # the offline provider; else the provider hive.toml and the env name
-    secrets: tuple[str, ...]
-    agents: tuple[str, ...]
-    model_calls: int  # this process's share of `max_concurrent_calls`
-
-
-@dataclass(frozen=True)
-class AgentState:
-    """What the lead mirrors of an agent a worker runs (for status and routing)."""
-
-    cycle_no: int
-    last_error: str | None
-    config_error: str | None
-    budget: BudgetTracker
-
-    @classmethod
-    def of(cls, agent: Agent) -> AgentState:
-        # The lead shows the day's spending; the per-task ledger stays with the worker,
-        # which is where budgets are enforced (and it grows with every task).
-        budget = dataclasses.replace(agent.budget, per_task={})
-        return cls(agent.cycle_no, agent.last_error, agent.config_error, budget)
-
-    def apply(self, agent: Agent) -> None:
-        agent.cycle_no = self.cycle_no
-        agent.last_error = self.last_error
-        agent.config_error = self.config_error
-        agent.budget = self.budget
+STOP_MARGIN = 2.0  # s a worker has past the grace period (or a hurry) to exit, then killed
+LINGER = 2.0  # s a worker whose pipe closed has to exit before it is killed
+EXIT_POLL = 0.02  # s between two looks at whether a worker process has exited
 
 
 def usable_cores() -> int:
@@ -135,6 +96,9 @@ def _main_left_out() -> Iterator[None]:
         sys.modules["__main__"] = main
 
 
+Outcome = CycleReport | Exception  # how a worker's cycle ended: its report, or its error
+
+
 class WorkerLink:
     """The lead's handle on one worker process: start, run a cycle there, stop."""
 
@@ -145,13 +109,20 @@ class WorkerLink:
         on_dispatch: Callable[[], None],
         on_mail: Callable[[list[str]], None],
         on_load: Callable[[str, int], None],
+        on_late: Callable[[Agent, Outcome], None],
+        on_lost: Callable[[WorkerLink], None],
     ) -> None:
         self.spec = spec
         self.agents = spec.agents
-        self.alive = False
+        self.alive = False  # its pipe is open
+        self.killed = False  # by the lead, which had waited long enough for it to stop
+        self._stop_sent = False
+        self._hurried = False
         self._on_dispatch = on_dispatch
         self._on_mail = on_mail
         self._on_load = on_load
+        self._on_late = on_late
+        self._on_lost = on_lost
         context = multiprocessing.get_context("spawn")
         self._conn, self._child_conn = context.Pipe(duplex=True)
         self.process = context.Process(
@@ -163,8 +134,17 @@ class WorkerLink:
         self._waiting: dict[int, tuple[Agent, asyncio.Future[CycleReport]]] = {}
         self._seq = itertools.count()
 
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
     def start(self) -> None:
-        """Start the process; its agents' states arrive once it has recovered them."""
+        """Start the process; its agents' states arrive once it has recovered them.
+
+        Call it from the thread that runs the lead's loop: the kernel kills the worker
+        when the thread that started it ends (PR_SET_PDEATHSIG), so that thread must
+        live as long as the lead does.
+        """
         self._loop = asyncio.get_running_loop()
         self._ready = self._loop.create_future()
         with _main_left_out():
@@ -179,10 +159,12 @@ class WorkerLink:
         return await asyncio.shield(self._ready)
 
     async def cycle(self, agent: Agent) -> CycleReport:
-        """Run one cycle of `agent` in the worker; its state is mirrored into `agent`."""
+        """Run one cycle of `agent` in the worker; its state is mirrored into `agent`.
+        Raises the cycle's OSError, WorkerCrashedError for a bug, WorkerLostError if the
+        worker has ended or is stopping."""
         await self.ready()
-        if not self.alive:
-            raise WorkerLostError(f"the worker process of {agent.name} had ended")
+        if not self.alive or self._stop_sent:
+            raise WorkerLostError(f"the worker process of {agent.name} had ended or is stopping")
         assert self._loop is not None
         seq = next(self._seq)
         future: asyncio.Future[CycleReport] = self._loop.create_future()
@@ -217,16 +199,21 @@ class WorkerLink:
         elif kind in ("report", "broken", "crash"):
             agent, future = self._waiting.pop(message[1])
             message[3].apply(agent)
-            if future.done():
-                return
-            if kind == "report":
-                future.set_result(message[2])
-            elif kind == "broken":
-                future.set_exception(message[2])  # the OSError itself, pickled
+            if kind == "crash":
+                error, where = message[2]
+                outcome: Outcome = WorkerCrashedError(error, where, self.pid)
             else:
-                future.set_exception(WorkerCrashedError(f"agent {agent.name}: {message[2]}"))
+                outcome = message[2]  # the report, or the OSError itself, pickled
+            if future.done():
+                # The lead stopped waiting for it (its grace period ran out first): the
+                # cycle happened all the same, and counts.
+                self._on_late(agent, outcome)
+            elif isinstance(outcome, CycleReport):
+                future.set_result(outcome)
+            else:
+                future.set_exception(outcome)
 
-    def _lost(self, why: str) -> None:
+    def _lost(self, why: str, *, tell: bool = True) -> None:
         if not self.alive:
             return
         self.alive = False
@@ -239,125 +226,117 @@ class WorkerLink:
             if not future.done():
                 future.set_exception(error)
         self._waiting.clear()
+        if tell:
+            self._on_lost(self)
 
-    async def stop(self) -> None:
-        """Ask the worker to finish and exit (it finishes no new cycle: the lead drained
-        its agents already); kill it if it does not exit in time."""
-        if self.alive:
-            self._send(("stop",))
-        await asyncio.to_thread(self.process.join, STOP_TIMEOUT)
+    # -- stopping --------------------------------------------------------------
+    def stop(self, grace: float) -> None:
+        """Ask it to stop: the cycles it has in flight may go on for `grace` seconds,
+        then the rest is cut (as the lead cuts its own), and it exits."""
+        if not self._stop_sent:
+            self._stop_sent = True
+            if self.alive:
+                self._send(("stop", max(0.0, grace)))
+
+    def hurry(self) -> None:
+        """Ask it to cut its cycles in flight at once (a second Ctrl-C), and exit."""
+        if not self._hurried:
+            self._hurried = self._stop_sent = True
+            if self.alive:
+                self._send(("stop", 0.0))
+
+    def kill(self) -> None:
         if self.process.is_alive():
+            self.killed = True
             self.process.kill()
-            await asyncio.to_thread(self.process.join, STOP_TIMEOUT)
-        self._lost("it was stopped")
+
+    async def exited(self) -> None:
+        """Return once the process has exited (and is reaped)."""
+        # Polled: each look also reaps it (waitpid), which its sentinel alone would not.
+        while self.process.is_alive():  # noqa: ASYNC110
+            await asyncio.sleep(EXIT_POLL)
+
+    async def ended(self) -> None:
+        """Once its pipe has closed: return when the process has exited, killing it if it
+        is still there LINGER seconds on (its agents are about to run elsewhere)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.exited(), LINGER)
+        self.kill()
+        await self.exited()
+
+    def failure(self) -> str | None:
+        """How the process ended if that was not the lead's doing (None while it runs,
+        after it exited as asked, or once the lead killed it)."""
+        code = self.process.exitcode
+        if code is None or self.killed or (code == 0 and self._stop_sent):
+            return None
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def status(self) -> dict[str, object]:
+        """What status.json says of it."""
+        running = self.process.exitcode is None and self.pid is not None
+        return {"pid": self.pid, "agents": list(self.agents), "running": running,
+                "ended": None if running else self.failure()}
+
+    def close(self) -> None:
+        """Once the process has exited: take what it left in the pipe, then close it."""
+        with contextlib.suppress(EOFError, OSError):
+            while self.alive and self._conn.poll():
+                self._handle(self._conn.recv())
+        self._lost("it was stopped", tell=False)
         # Nobody waits for it now: a ready future that failed must not be reported unseen.
         if self._ready is not None and self._ready.done() and not self._ready.cancelled():
             self._ready.exception()
         self._conn.close()
 
 
-# -- the worker's side -----------------------------------------------------------
-
-
-def worker_main(spec: WorkerSpec, conn: Connection) -> None:
-    """Entry point of a worker process."""
-    # Ctrl-C reaches the whole process group: the lead decides when its workers stop.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    with daemon_gc_pace():
-        asyncio.run(_WorkerHost(spec, conn).run())
-
-
-class _WorkerHost:
-    """Runs the cycles the lead asks for until told to stop (or the lead is gone)."""
-
-    def __init__(self, spec: WorkerSpec, conn: Connection) -> None:
-        self.spec = spec
-        self.conn = conn
-        self.agents: dict[str, Agent] = {}
-        self.cycles: set[asyncio.Task[None]] = set()
-        self.stopping = asyncio.Event()
-        self._figures: tuple[float, dict[str, object]] = (0.0, {})
-
-    def _provider(self) -> Provider:
-        return OfflineProvider() if self.spec.offline else make_provider(self.spec.config.provider)
-
-    async def run(self) -> None:
-        spec = self.spec
-        hive = Hive(spec.root)
-        config = spec.config.model_copy(deep=True)
-        config.daemon.max_concurrent_calls = spec.model_calls
-        services = HiveServices.open(hive, self._provider(), config, secrets=spec.secrets)
-        services.roms.saves_last_good = True
-        services.task_changed = lambda: self._send(("dispatch",))
-        services.board.on_load_change = lambda agent, delta: self._send(("load", agent, delta))
-        services.mail_sent = lambda names: self._send(("mail", list(names)))
-        services.figures = lambda: self._board_figures(services)
-        services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval)
-        try:
-            services.counter.warm()  # not in the first cycle
-            for name in spec.agents:
-                agent = self.agents[name] = Agent(name, services)
-                agent.recover()
-            self._send(("ready", {n: AgentState.of(a) for n, a in self.agents.items()}))
-            loop = asyncio.get_running_loop()
-            loop.add_reader(self.conn.fileno(), self._readable)
-            await self.stopping.wait()
-            loop.remove_reader(self.conn.fileno())
-            if self.cycles:
-                await asyncio.wait(self.cycles)
-            await asyncio.gather(*(a.settle() for a in self.agents.values()))
-        finally:
-            await services.provider.aclose()
-            services.ltm.close()
-            with contextlib.suppress(OSError):
-                self.conn.close()
-
-    def _board_figures(self, services: HiveServices) -> dict[str, object]:
-        at, figures = self._figures
-        now = time.monotonic()
-        if now - at > FIGURES_TTL:
-            figures = services.board_figures()
-            self._figures = (now, figures)
-        return figures
-
-    def _send(self, message: tuple[Any, ...]) -> None:
-        try:
-            self.conn.send(message)
-        except OSError:  # the lead is gone: finish what is in hand, then exit
-            self.stopping.set()
-
-    def _readable(self) -> None:
-        try:
-            while self.conn.poll():
-                message = self.conn.recv()
-                if message[0] == "cycle":
-                    task = asyncio.ensure_future(self._cycle(message[1], message[2]))
-                    self.cycles.add(task)
-                    task.add_done_callback(self.cycles.discard)
-                elif message[0] == "stop":
-                    self.stopping.set()
-        except (EOFError, OSError):
-            self.stopping.set()
-
-    async def _cycle(self, name: str, seq: int) -> None:
-        agent = self.agents[name]
-        try:
-            report = await agent.cycle()
-        except OSError as exc:
-            self._send(("broken", seq, _portable(exc), AgentState.of(agent)))
-        except Exception:
-            self._send(("crash", seq, traceback.format_exc(), AgentState.of(agent)))
-            self.stopping.set()
-        else:
-            self._send(("report", seq, report, AgentState.of(agent)))
-
-
-def _portable(exc: OSError) -> OSError:
-    """`exc` as it can cross the pipe (an OSError subclass whose arguments do not
-    rebuild it when unpickled becomes a plain OSError with the same words)."""
+async def stop_all(links: list[WorkerLink], grace: float, hurry: asyncio.Event) -> None:
+    """Stop the workers as the lead stops: their cycles in flight have `grace` seconds
+    more (what is left of the lead's grace period), `hurry` (Ctrl-C again) cuts them at
+    once, and a worker still there STOP_MARGIN seconds past either is killed. The last
+    messages of each (reports of cycles that ended late) are taken before its pipe
+    closes."""
+    if not links:
+        return
+    loop = asyncio.get_running_loop()
+    for link in links:
+        link.stop(grace)
+    exits = asyncio.ensure_future(_all_exited(links))
+    hurried = asyncio.ensure_future(hurry.wait())
+    limit, shortened = loop.time() + max(0.0, grace) + STOP_MARGIN, False
     try:
-        pickle.loads(pickle.dumps(exc))
-    except Exception:
-        return OSError(exc.errno, f"{type(exc).__name__}: {exc}")
-    return exc
+        while not exits.done():
+            if hurry.is_set() and not shortened:
+                shortened = True
+                for link in links:
+                    link.hurry()
+                limit = min(limit, loop.time() + STOP_MARGIN)
+            if (left := limit - loop.time()) <= 0:
+                break
+            waiting: set[asyncio.Future[Any]] = {exits} if shortened else {exits, hurried}
+            await asyncio.wait(waiting, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        hurried.cancel()
+        exits.cancel()
+    for link in links:
+        if link.process.is_alive():
+            logger.warning(
+                "worker process %s (agents %s) did not stop in time: killed; the cycles it "
+                "had in flight are marked interrupted at the next start",
+                link.pid, ", ".join(link.agents),
+            )
+            link.kill()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(_all_exited(links), STOP_MARGIN)
+    for link in links:
+        link.close()
+
+
+async def _all_exited(links: list[WorkerLink]) -> None:
+    for link in links:
+        await link.exited()

@@ -89,14 +89,23 @@ class Hive:
         )
 
     def agent_names(self) -> list[str]:
-        """Agents = folders of agents/ holding a ROM.md, sorted."""
+        """Agents = folders of agents/ holding a ROM.md, sorted; never `human`, the
+        person's name (its mailbox is theirs: see `reserved_agent_folder`)."""
         if not self.agents_dir.is_dir():
             return []
         return sorted(
             p.name
             for p in self.agents_dir.iterdir()
-            if p.is_dir() and not is_temp_name(p.name) and (p / "ROM.md").is_file()
+            if p.is_dir() and not is_temp_name(p.name) and p.name != HUMAN
+            and (p / "ROM.md").is_file()
         )
+
+    def reserved_agent_folder(self) -> str | None:
+        """Why agents/human/ is not run, if it holds a ROM.md (else None)."""
+        if not (self.agents_dir / HUMAN / "ROM.md").is_file():
+            return None
+        return (f"agents/{HUMAN}/: not run as an agent: `{HUMAN}` is the person's name "
+                f"(mailboxes/{HUMAN}/ is their mail); rename the folder")
 
     # -- tasks ---------------------------------------------------------------
     @cached_property
