@@ -101,7 +101,7 @@ def test_failed_calls_errors_and_other_events_stay_one_line_each_and_verbatim(
                 cost=0.25, duration_ms=7, error="model said [/bold] no\nat all",
                 tool_calls=[{"name": "read_file", "input": {"path": "notes.md"},
                              "result": "line one\nline [red]two[/red]", "error": True}])
-    audit.write("interrupted", cycle=4, tasks=["t9"])
+    audit.write("reflection", cycle=4, error="store is locked")
 
     result = log(app, hive, "worker")
     assert result.exit_code == 0, result.output
@@ -111,7 +111,7 @@ def test_failed_calls_errors_and_other_events_stay_one_line_each_and_verbatim(
     assert "#3 cycle kept=0 dropped=0 tokens=5 cost=$0.2500 7 ms" in lines[0]
     assert lines[1].strip() == '✗ read_file {"path": "notes.md"} → line one line [red]two[/red]'
     assert lines[2].strip() == "error: model said [/bold] no at all"
-    assert "#4 interrupted" in lines[3] and "'tasks': ['t9']" in lines[3]
+    assert "#4 reflection" in lines[3] and "'error': 'store is locked'" in lines[3]
 
 
 def test_long_term_memory_use_of_a_cycle_is_shown(app: typer.Typer, hive: Hive) -> None:
@@ -156,6 +156,28 @@ def test_budget_and_rom_records_read_as_sentences(app: typer.Typer, hive: Hive) 
     assert lines[2].endswith("#3 ROM error agents/worker/ROM.md: line 2: max_steps must be ≥ 1 "
                              "(got 0)")
     assert lines[3].endswith("#4 ROM fixed")
+
+
+def test_an_interrupted_cycle_reads_as_a_sentence(app: typer.Typer, hive: Hive) -> None:
+    """It was printed as a raw dict: `#52 interrupted {'started_at': ..., 'tasks': [...]}`."""
+    write_agent(hive, "worker")
+    audit = AuditLog(hive.audit_path("worker"), fsync=False)
+    audit.write("interrupted", cycle=4, started_at="2026-11-23T08:19:35.123456+00:00",
+                tasks=["t205", "t206"], mail=["m1"])
+    audit.write("interrupted", cycle=5, started_at="2026-11-23T09:00:00+00:00",
+                tasks=["t9"], mail=[])
+    audit.write("interrupted", cycle=6, tasks=[], mail=[])
+
+    lines = log(app, hive, "worker").output.splitlines()
+
+    assert lines[0].endswith("#4 interrupted the cycle started 2026-11-23T08:19:35 never ended "
+                             "(the daemon stopped or was killed mid-cycle); its tasks t205, t206 "
+                             "and mail m1 were left for the next run")
+    assert lines[1].endswith("#5 interrupted the cycle started 2026-11-23T09:00:00 never ended "
+                             "(the daemon stopped or was killed mid-cycle); its task t9 was left "
+                             "for the next run")
+    assert lines[2].endswith("#6 interrupted the cycle never ended (the daemon stopped or was "
+                             "killed mid-cycle)")
 
 
 def test_json_prints_each_record_as_the_file_holds_it(app: typer.Typer, ran: Hive) -> None:

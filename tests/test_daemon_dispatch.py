@@ -98,7 +98,7 @@ def test_a_duplicate_id_named_by_an_event_is_rejected(hive: Hive, board: TaskBoa
     board.refresh_pending(changed=[twin])
     assert ids(board) == ["a"]
     [(kept, reason)] = rejected(hive)
-    assert kept.name == "twin.md" and reason == "duplicate task id a (already in tasks/a.md)"
+    assert kept.name == "twin.md" and reason == "duplicate task id a (then in tasks/a.md)"
 
 
 def test_a_task_already_done_is_a_duplicate(hive: Hive, board: TaskBoard) -> None:
@@ -110,7 +110,7 @@ def test_a_task_already_done_is_a_duplicate(hive: Hive, board: TaskBoard) -> Non
     board.refresh_pending(changed=[again])
     assert ids(board) == []
     [(_, reason)] = rejected(hive)
-    assert reason == "duplicate task id a (already in tasks/done/a.md)"
+    assert reason == "duplicate task id a (then in tasks/done/a.md)"
 
 
 def test_dispatch_fills_every_agent_then_stops(hive: Hive, board: TaskBoard) -> None:

@@ -190,6 +190,45 @@ def test_status_tables_and_json(cli: typer.Typer, hive_dir: Path) -> None:
     assert {a["name"]: a["ok"] for a in data["agents"]} == {"assistant": True, "broken": False}
 
 
+def test_status_says_a_rom_is_invalid_even_with_a_last_good_config(
+    cli: typer.Typer, hive_dir: Path
+) -> None:
+    """With a last good copy kept (.hivemind/roms/), a broken ROM.md showed as "ok"
+    (`"ok": true, "error": null` in --json): a script concluded all was well."""
+    hive = Hive(hive_dir)
+    [agent] = hive.agent_names()
+    rom = hive.rom_path(agent)
+    saved = hive_dir / ".hivemind" / "roms" / f"{agent}.md"
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    saved.write_text(rom.read_text())
+    rom.write_text(rom.read_text().replace("---\n", "---\nrole: [unclosed\n", 1))
+
+    text = run(cli, "status", str(hive_dir)).output
+    [entry] = json.loads(run(cli, "status", str(hive_dir), "--json").output)["agents"]
+
+    assert f"({agent} runs on its last good config meanwhile)" in text
+    assert (entry["ok"], entry["last_good"]) == (False, True)
+    assert entry["error"].startswith(f"agents/{agent}/ROM.md: line ")
+    assert "invalid YAML" in entry["error"]
+
+
+def test_status_shows_what_in_a_valid_rom_is_likely_not_meant(
+    cli: typer.Typer, hive_dir: Path
+) -> None:
+    """A knowledge glob with a typo cut the agent off from the notes, silently."""
+    hive = Hive(hive_dir)
+    [agent] = hive.agent_names()
+    rom = hive.rom_path(agent)
+    rom.write_text(rom.read_text().replace('knowledge: ["**/*.md"]', "knowledge: ['nowhere/*.md']"))
+
+    text = run(cli, "status", str(hive_dir)).output
+    [entry] = json.loads(run(cli, "status", str(hive_dir), "--json").output)["agents"]
+
+    assert entry["ok"] is True
+    assert any("'nowhere/*.md' matches no note" in w for w in entry["warnings"])
+    assert "'nowhere/*.md' matches no note" in text
+
+
 @pytest.mark.parametrize("command", [["init"], ["task", "add"], ["send"], ["status"]], ids=" ".join)
 def test_every_command_explains_itself(cli: typer.Typer, command: list[str]) -> None:
     text = run(cli, *command, "--help").output
@@ -401,3 +440,27 @@ def test_a_dir_and_a_different_hive_option_are_refused(
 def test_a_dir_and_the_same_hive_option_are_one_hive(cli: typer.Typer, hive_dir: Path) -> None:
     result = run(cli, "status", str(hive_dir), "--hive", f"{hive_dir}/.")
     assert f"hive {hive_dir}" in result.output
+
+
+@pytest.mark.parametrize("command", ["send", "task add"], ids=["send", "task-add"])
+def test_content_over_the_file_limit_is_refused_not_accepted_then_rejected(
+    cli: typer.Typer, hive_dir: Path, command: str, tmp_path: Path
+) -> None:
+    """`send` and `task add --file` said yes to 2 MB, and the daemon then rejected the
+    task, or read the message as from nobody, its subject dropped, its text cut."""
+    hive = Hive(hive_dir)
+    agent = hive.agent_names()[0]
+    big = "blah " * 400_000  # 2 MB
+    if command == "send":
+        result = run(cli, "send", "--to", agent, "--subject", "big", "-",
+                     "--hive", str(hive_dir), code=1, stdin=big)
+        box = hive.mailboxes_dir / agent / "new"
+        assert not box.exists() or not list(box.iterdir())
+        assert "the message is 2,000,003 bytes; the most a message holds is" in result.output
+    else:
+        source = tmp_path / "big.md"
+        source.write_text("# Big one\n\n" + big)
+        result = run(cli, "task", "add", "Big one", "--file", str(source),
+                     "--hive", str(hive_dir), code=1)
+        assert list(hive.tasks_dir.glob("*.md")) == []
+        assert "the limit is 1,000,000 (1 MB)" in result.output

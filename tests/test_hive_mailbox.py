@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing as mp
 import os
 import signal
@@ -10,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.errors import UnknownAgentError
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice, new_message_id
 from hivemind.hive.models import Message
+from tests.helpers import CountingProvider, fast_config, until, write_agent
 
 
 def add_agents(hive: Hive, *names: str) -> None:
@@ -197,3 +200,87 @@ def test_a_symlink_in_new_is_not_read(hive: Hive, tmp_path: Path) -> None:
     secret.write_text("password")
     (box.new_dir / "link.md").symlink_to(secret)
     assert box.unread() == []
+
+
+# -- a file name or an `id:` used again by hand ---------------------------------------
+
+
+def write_by_hand(box: Mailbox, name: str, text: str, front: str = "") -> Path:
+    path = box.new_dir / name
+    path.write_text(f"---\nfrom: human\n{front}---\n{text}\n")
+    return path
+
+
+def read_one(box: Mailbox) -> tuple[str, str]:
+    """Read the one unread message as a cycle does (then mark it read): (id, body)."""
+    [item] = box.unread()
+    box.mark_read(item)
+    return item.message.id, item.message.body
+
+
+def bodies_in_cur(box: Mailbox) -> list[str]:
+    return sorted(p.read_text().rsplit("---\n", 1)[-1].strip() for p in box.cur_dir.iterdir())
+
+
+def test_a_second_message_under_a_read_ones_name_is_new_mail_and_both_are_kept(
+    hive: Hive,
+) -> None:
+    """`msg.md` for every message by hand: the second was ignored while the daemon ran
+    (its id was seen), and after a restart it replaced the first in cur/."""
+    box = Mailbox(hive, "bob").ensure()
+    write_by_hand(box, "note.md", "FIRST")
+    first = read_one(box)
+    write_by_hand(box, "note.md", "SECOND")
+    second = read_one(box)
+
+    assert first == ("note", "FIRST")
+    assert second[1] == "SECOND" and second[0] != first[0]
+    assert bodies_in_cur(box) == ["FIRST", "SECOND"]
+
+
+def test_a_message_reusing_a_read_ones_id_is_new_mail(hive: Hive) -> None:
+    """A message copied as a template keeps its `id:`; it is still another message."""
+    box = Mailbox(hive, "bob").ensure()
+    write_by_hand(box, "a1.md", "one", front="id: tmpl\n")
+    first = read_one(box)
+    write_by_hand(box, "a2.md", "two", front="id: tmpl\n")
+    looks = [item.message.id for _ in range(3) for item in box.unread()]
+
+    assert first == ("tmpl", "one")
+    assert len(set(looks)) == 1 and looks[0] != "tmpl"  # the same fresh id at every look
+    assert read_one(box) == (looks[0], "two")
+
+
+def test_marking_read_never_replaces_a_message_already_in_cur(hive: Hive) -> None:
+    """After a restart nothing remembers the first message: the move must not replace it."""
+    write_by_hand(Mailbox(hive, "bob").ensure(), "note.md", "FIRST")
+    box = Mailbox(hive, "bob")
+    read_one(box)
+    write_by_hand(box, "note.md", "SECOND")
+    after_restart = Mailbox(hive, "bob")
+
+    assert read_one(after_restart) == ("note", "SECOND")
+    assert sorted(os.listdir(box.cur_dir)) == ["note-1.md", "note.md"]
+    assert bodies_in_cur(box) == ["FIRST", "SECOND"]
+
+
+def test_a_second_hand_written_message_with_the_same_name_wakes_the_agent(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    box = Mailbox(hive, "worker").ensure()
+    replies = Mailbox(hive, HUMAN)
+    daemon = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
+
+    async def main() -> None:
+        run = asyncio.create_task(daemon.run())
+        write_by_hand(box, "note.md", "FIRST", front="subject: first\n")
+        await until(lambda: len(replies.unread()) == 1, "the first message is answered")
+        await until(lambda: not list(box.new_dir.iterdir()), "it is marked read")
+        write_by_hand(box, "note.md", "SECOND", front="subject: second\n")
+        await until(lambda: len(replies.unread()) == 2, "the second message is answered")
+        daemon.stop("test")
+        await run
+
+    asyncio.run(main())
+    assert sorted(i.message.subject for i in replies.unread()) == [
+        "[offline] Re: first", "[offline] Re: second"]
+    assert bodies_in_cur(box) == ["FIRST", "SECOND"]

@@ -144,7 +144,7 @@ def test_duplicate_id_among_dropped_files_rejects_the_second(hive: Hive, board: 
     assert ref.path.name == "a.md"
     [(moved, why)] = rejected(hive)
     assert moved.name == "b.md"
-    assert why == "duplicate task id same (already in tasks/a.md)"
+    assert why == "duplicate task id same (then in tasks/a.md)"
 
 
 def test_dropped_file_with_the_id_of_a_done_task_is_rejected(hive: Hive, board: TaskBoard) -> None:
@@ -154,7 +154,7 @@ def test_dropped_file_with_the_id_of_a_done_task_is_rejected(hive: Hive, board: 
     drop(hive, "again.md", "---\nid: x\n---\n# X again\n")
     assert board.scan_pending() == []
     [(_, why)] = rejected(hive)
-    assert why == "duplicate task id x (already in tasks/done/x.md)"
+    assert why == "duplicate task id x (then in tasks/done/x.md)"
 
 
 # -- creating ---------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hivemind.hive.atomic import LoopFlusher, fsync_all
+from hivemind.hive.filenames import shown
 from hivemind.memory.blocks import utcnow
 
 _REDACT_KEYS = ("api_key", "authorization", "x-api-key")
@@ -52,6 +53,20 @@ def _redact(obj: Any, secrets: tuple[str, ...]) -> Any:
     return obj
 
 
+def _printable(obj: Any) -> Any:
+    """`obj` with its strings (keys too) passed through `filenames.shown`; any other
+    value as JSON would show it (`default=str`)."""
+    if isinstance(obj, str):
+        return shown(obj)
+    if isinstance(obj, dict):
+        return {(shown(k) if isinstance(k, str) else k): _printable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_printable(v) for v in obj]
+    if obj is None or isinstance(obj, (bool, int, float)):
+        return obj
+    return shown(str(obj))
+
+
 class AuditLog:
     """Append-only JSONL audit of one agent."""
 
@@ -71,10 +86,15 @@ class AuditLog:
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
         """Append one record (with `event` and `at`), not flushed yet: see `flushed`."""
         record = {"event": event, "at": utcnow().isoformat(), **fields}
-        line = json.dumps(record, default=str, ensure_ascii=False)
-        if self._needs_redacting(line):
-            line = json.dumps(_redact(record, self._secrets), default=str, ensure_ascii=False)
-        data = (self._torn_tail() + line + "\n").encode("utf-8")
+        line = self._line(record)
+        try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (a file name that is not UTF-8, a model's `\ud800`): the
+            # record is written with it escaped rather than failing the cycle.
+            record = _printable(record)
+            data = self._line(record).encode("utf-8")
+        data = self._torn_tail().encode("utf-8") + data + b"\n"
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except FileNotFoundError:
@@ -88,6 +108,12 @@ class AuditLog:
         finally:
             os.close(fd)
         return record
+
+    def _line(self, record: dict[str, Any]) -> str:
+        line = json.dumps(record, default=str, ensure_ascii=False)
+        if self._needs_redacting(line):
+            line = json.dumps(_redact(record, self._secrets), default=str, ensure_ascii=False)
+        return line
 
     def flushed(self, *, lazy: bool = False) -> asyncio.Future[None]:
         """Done once every record written so far is on disk (at once if fsync is off).

@@ -350,7 +350,11 @@ def print_status(status: HiveStatus) -> None:
     console.print(agents if status.agents else "[dim]no agents (add agents/<name>/ROM.md)[/]")
     for a in status.agents:
         if a.error:
-            console.print(f"  [red]{escape(a.error)}[/]", highlight=False, soft_wrap=True)
+            kept = f" ({a.name} runs on its last good config meanwhile)" if a.last_good else ""
+            console.print(f"  [red]{escape(a.error)}[/]{escape(kept)}", highlight=False,
+                          soft_wrap=True)
+        for warning in a.warnings:
+            console.print(f"  [yellow]{escape(warning)}[/]", highlight=False, soft_wrap=True)
 
     tasks = Table(title="Tasks", title_justify="left")
     for state in status.tasks:
@@ -370,6 +374,11 @@ def print_status(status: HiveStatus) -> None:
         for item in status.rejected:
             line = f"  {escape(item.file)}: [red]{escape(item.reason)}[/]"
             console.print(line, highlight=False, soft_wrap=True)
+
+    if status.not_tasks:
+        console.print("[bold]Not read as tasks[/] (a task is a tasks/*.md file)")
+        for why in status.not_tasks:
+            console.print(f"  [yellow]{escape(why)}[/]", highlight=False, soft_wrap=True)
 
     if isinstance(status.daemon, dict):
         _print_daemon(status.daemon)

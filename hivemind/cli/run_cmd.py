@@ -228,9 +228,29 @@ def _print_record(rec: dict[str, Any], as_json: bool) -> None:
         _line(head, ("ROM error", "red"), " ", _one_line(rec.get("error") or "?"))
     elif event == "config_fixed":
         _line(head, ("ROM fixed", "green"))
+    elif event == "interrupted":
+        _line(head, ("interrupted", "yellow"), f" {_interrupted(rec)}")
     else:
         rest = {k: v for k, v in rec.items() if k not in ("event", "at", "cycle")}
         _line(head, (str(event), "yellow"), f" {rest}")
+
+
+def _interrupted(rec: dict[str, Any]) -> str:
+    """What an `interrupted` record tells: a cycle that started and never ended, and what
+    it held (its tasks stayed in active/, its mail in new/: the next run took them up)."""
+    started = str(rec.get("started_at") or "")[:19]
+    text = f"the cycle started {started} never ended" if started else "the cycle never ended"
+    text += " (the daemon stopped or was killed mid-cycle)"
+    tasks, mail = rec.get("tasks"), rec.get("mail")
+    held = []
+    if isinstance(tasks, list) and tasks:
+        held.append(f"{'task' if len(tasks) == 1 else 'tasks'} {', '.join(map(str, tasks))}")
+    if isinstance(mail, list) and mail:
+        held.append(f"mail {', '.join(map(str, mail))}")
+    if held:
+        plural = len(held) > 1 or held[0].startswith("tasks")
+        text += f"; its {' and '.join(held)} {'were' if plural else 'was'} left for the next run"
+    return text
 
 
 def _memory_op(op: dict[str, Any]) -> str | None:

@@ -15,6 +15,7 @@ from hivemind.hive.statcache import Sig, sig_of
 
 class HiveEventKind(StrEnum):
     TASK_DROPPED = "task_dropped"
+    TASK_EDITED = "task_edited"  # a claimed task (tasks/active/<agent>/) changed
     MAIL_ARRIVED = "mail_arrived"
     ROM_CHANGED = "rom_changed"
     AGENT_ADDED = "agent_added"
@@ -32,6 +33,8 @@ def classify(rel: str, watch_globs: Iterable[str] = ()) -> list[tuple[HiveEventK
     top, depth = parts[0], len(parts)
     if top == "tasks" and depth == 2 and rel.endswith(".md"):
         out.append((HiveEventKind.TASK_DROPPED, None))
+    elif top == "tasks" and depth == 4 and parts[1] == "active" and rel.endswith(".md"):
+        out.append((HiveEventKind.TASK_EDITED, parts[2]))
     elif top == "mailboxes" and depth == 4 and parts[2] == "new" and parts[1] != HUMAN:
         # People read their mail with the CLI; no agent wakes for it.
         out.append((HiveEventKind.MAIL_ARRIVED, parts[1]))
@@ -52,8 +55,11 @@ def lstat_sig(path: Path) -> Sig | None:
     return None if stat.S_ISDIR(st.st_mode) else sig_of(st)
 
 
-def snapshot(hive: Hive, watch_globs: Iterable[str] = ()) -> dict[Path, Sig]:
-    """(path -> inode, size, mtime) of every file the watcher reports on."""
+def snapshot(
+    hive: Hive, watch_globs: Iterable[str] = (), ignored: dict[str, str] | None = None
+) -> dict[Path, Sig]:
+    """(path -> inode, size, mtime) of every file the watcher reports on. `ignored`, if
+    given, gets what in tasks/ is not read as a task, and why (see `not_a_task`)."""
     out: dict[Path, Sig] = {}
 
     def add(path: Path) -> None:
@@ -72,6 +78,12 @@ def snapshot(hive: Hive, watch_globs: Iterable[str] = ()) -> dict[Path, Sig]:
     for entry in _scan(hive.tasks_dir):
         if entry.name.endswith(".md"):
             add_entry(entry)
+        if ignored is not None and (why := not_a_task(entry.name, _is_dir(entry))):
+            ignored[entry.name] = why
+    for held in _scan(hive.active_dir):
+        for entry in _scan(Path(held.path)):
+            if entry.name.endswith(".md"):
+                add_entry(entry)
     for box in _scan(hive.mailboxes_dir):
         if box.name == HUMAN:
             continue
@@ -89,6 +101,44 @@ def snapshot(hive: Hive, watch_globs: Iterable[str] = ()) -> dict[Path, Sig]:
             if glob_match(pattern, path.relative_to(hive.root).as_posix()):
                 add(path)
     return out
+
+
+# Folders of tasks/ that are the board's own.
+_BOARD_FOLDERS = frozenset({"active", "done", "failed", "rejected"})
+# Names a person may give a Markdown (or plain text) task by mistake: renaming says what to.
+_TEXT_SUFFIXES = frozenset({"", ".md", ".markdown", ".mdown", ".mkd", ".mkdn", ".txt", ".text"})
+
+
+def not_a_task(name: str, is_dir: bool = False) -> str | None:
+    """Why the entry `name` of tasks/ is not read as a task, in one line a person can act
+    on; None for a task file, the board's own folders and editor temp names."""
+    if is_temp_name(name) or (is_dir and name in _BOARD_FOLDERS):
+        return None
+    shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+    if is_dir:
+        return (f"tasks/{shown}/: a folder is not read: tasks are the *.md files directly "
+                f"in tasks/; move them from {shown}/ into tasks/")
+    if name.endswith(".md"):
+        return None
+    stem, suffix = os.path.splitext(shown)
+    if suffix.lower() in _TEXT_SUFFIXES:
+        return (f"tasks/{shown}: not read as a task: only *.md files are; "
+                f"rename it to {stem}.md")
+    return f"tasks/{shown}: not read as a task: only *.md files are"
+
+
+def tasks_not_read(hive: Hive) -> list[str]:
+    """What in tasks/ is not read as a task, each in its one line (see `not_a_task`)."""
+    return sorted(
+        why for entry in _scan(hive.tasks_dir) if (why := not_a_task(entry.name, _is_dir(entry)))
+    )
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _scan(folder: Path) -> list[os.DirEntry[str]]:

@@ -214,7 +214,10 @@ class LoopInotify:
                     self._forget(wd)
                     self._on_lost()
                 continue
-            if not name:
+            if not name or name[:1] == b".":
+                # Hidden names, the hive's own temp files (`.x.tmp`) among them, are never
+                # news: left out before they cost an event (a finished task's copy is
+                # written beside it in tasks/active/<agent>/ under one).
                 continue
             path = os.path.join(folder, os.fsdecode(name))
             yield from self._translate(path, mask, recursive)

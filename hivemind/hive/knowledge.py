@@ -6,6 +6,7 @@ file changed; its text is loaded later, if the selector keeps the block.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import stat
@@ -13,10 +14,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hivemind.hive.filenames import NOT_UTF8, is_utf8, shown
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.paths import glob_match
 from hivemind.hive.statcache import StatMemo
 from hivemind.memory.blocks import KnowledgeBlock, Priority
+
+logger = logging.getLogger(__name__)
 
 _HEAD_BYTES = 64 * 1024  # the topic heading is near the top; never read a whole big note
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
@@ -64,6 +68,7 @@ class KnowledgeIndex:
         # Bumped when the notes change; what is derived from them is kept until then.
         self.version = 0
         self._selected: dict[tuple[str, ...] | None, tuple[int, list[Note]]] = {}
+        self._told: set[str] = set()  # names that are not UTF-8, warned about once
 
     def refresh(self) -> bool:
         """Re-scan knowledge/; re-reads only changed files. True if anything changed."""
@@ -85,6 +90,9 @@ class KnowledgeIndex:
         folders = []
         for entry in entries:
             name = entry.name
+            if not is_utf8(name):
+                self._skip_unreadable_name(f"{location}/{name}")
+                continue
             try:
                 is_dir = entry.is_dir()
             except OSError:
@@ -105,6 +113,14 @@ class KnowledgeIndex:
                 continue
         for name in sorted(folders):
             self._scan(f"{folder}/{name}", f"{location}/{name}", notes)
+
+    def _skip_unreadable_name(self, location: str) -> None:
+        """A note (or folder) whose name is not UTF-8 is left out: its location could be
+        written to no block, record or request. Said once, for a person to rename it."""
+        if location not in self._told:
+            self._told.add(location)
+            logger.warning("%s: %s; it is not read as knowledge until renamed",
+                           shown(location), NOT_UTF8)
 
     def _note(self, location: str, path: str, st: os.stat_result) -> Note:
         """The note at `path`: the known object while its file is unchanged."""

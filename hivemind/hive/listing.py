@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from hivemind.errors import FileFormatError
+from hivemind.hive.filenames import is_utf8, not_utf8_reason, shown
 from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task
@@ -72,6 +73,9 @@ def read_each(folder: Path) -> Iterator[tuple[Path, os.stat_result, Task | str]]
         if not stat.S_ISREG(st.st_mode):
             yield path, st, "not a regular file (a link is not read)"
             continue
+        if not is_utf8(path.name):  # its id (the stem) could be shown nowhere
+            yield path, st, not_utf8_reason(path.name)
+            continue
         try:
             yield path, st, read_task(path)
         except FileFormatError as exc:
@@ -84,22 +88,27 @@ def _listed(hive: Hive, state: str) -> Iterator[ListedTask]:
     for folder, holder in _folders(hive, state):
         if state == "rejected":
             for path, st in md_files(folder):
-                yield ListedTask(state=state, id=path.stem, path=hive.relative(path),
+                yield ListedTask(state=state, id=shown(path.stem), path=_shown_path(hive, path),
                                  changed_at=datetime.fromtimestamp(st.st_mtime, UTC),
                                  problem=_reason(path))  # fmt: skip
             continue
         for path, st, task in read_each(folder):
             when = datetime.fromtimestamp(st.st_mtime, UTC)
-            shown = hive.relative(path)
+            where = _shown_path(hive, path)
             if isinstance(task, str):
-                yield ListedTask(state=state, id=path.stem, path=shown, changed_at=when,
-                                 problem=task)  # fmt: skip
+                yield ListedTask(state=state, id=shown(path.stem), agent=holder, path=where,
+                                 changed_at=when, problem=task)  # fmt: skip
                 continue
             agent = holder or (task.agent if state in ("done", "failed") else None)
             yield ListedTask(
                 state=state, id=task.id, title=task.title, priority=task.priority.value,
-                assignee=task.assignee, agent=agent, path=shown, changed_at=when,
+                assignee=task.assignee, agent=agent, path=where, changed_at=when,
             )  # fmt: skip
+
+
+def _shown_path(hive: Hive, path: Path) -> str:
+    """`path` relative to the hive, for people: a name that is not UTF-8 as `caf\\xe9.md`."""
+    return shown(hive.relative(path))
 
 
 def _reason(path: Path) -> str | None:
@@ -107,5 +116,5 @@ def _reason(path: Path) -> str | None:
         text = path.with_name(path.name + REASON_SUFFIX).read_text("utf-8", errors="replace")
     except OSError:
         return None
-    return " ".join(text.split()) or None
+    return shown(" ".join(text.split())) or None
 

@@ -23,16 +23,27 @@ from pathlib import Path
 from typing import Any
 
 from hivemind.errors import FileFormatError, UnknownAgentError, UserError
-from hivemind.hive.atomic import Steps, fsync_all, fsync_dir, link_new, run, write_temp
+from hivemind.hive.atomic import (
+    Steps,
+    fsync_all,
+    fsync_dir,
+    link_new,
+    move_unique,
+    run,
+    write_temp,
+)
+from hivemind.hive.filenames import NOT_UTF8, is_utf8, safe, shown
 from hivemind.hive.frontmatter import MAX_FILE_BYTES, message_from_text, render_message
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
-from hivemind.hive.models import Message, check_file_id
+from hivemind.hive.models import MAX_ID_LENGTH, Message, check_file_id
+from hivemind.hive.settling import writer_open
 from hivemind.hive.statcache import StatCache
 from hivemind.memory.blocks import utcnow
 
 logger = logging.getLogger(__name__)
 
 BROADCAST = "*"
+MAX_BODY_BYTES = MAX_FILE_BYTES - 8_000  # what is left of a message file for its front matter
 """`to: "*"`: every agent and the human, except the sender."""
 
 _id_lock = threading.Lock()
@@ -107,6 +118,10 @@ class Mailbox:
         self.settle_time = settle_time
         self.fsync = fsync
         self._parsed: StatCache[Message] = StatCache()
+        # Ids of the messages this mailbox moved to cur/: a file in new/ that has one is
+        # another message (a reused name or `id:`), so it is read under a fresh id.
+        self._read_ids: set[str] = set()
+        self._told: set[str] = set()  # names not UTF-8 that could not be renamed
 
     def __repr__(self) -> str:
         return f"Mailbox({self.name!r})"
@@ -214,18 +229,59 @@ class Mailbox:
                 continue
             path = Path(entry.path)
             try:
-                st = entry.stat(follow_symlinks=False)
+                if is_utf8(entry.name):
+                    st = entry.stat(follow_symlinks=False)
+                else:
+                    renamed = self._renamed(path)
+                    if renamed is None:
+                        continue
+                    path, st = renamed, os.lstat(renamed)
                 if not stat.S_ISREG(st.st_mode):
                     # A symlink could pull a file from outside the hive into a prompt.
                     logger.warning("%s: not a regular file; not read as mail", path)
                     continue
                 if not read and self.settle_time > 0 and now - st.st_mtime < self.settle_time:
                     continue
-                item = MailItem(self._read(path, st), path, read, st.st_ctime if read else None)
+                if not read and writer_open(path):
+                    continue  # written in new/ by hand, and not closed yet: read when whole
+                message = self._read(path, st)
+                if not read and message.id in self._read_ids:
+                    message = message.model_copy(update={"id": self._fresh_id(message.id, st)})
+                item = MailItem(message, path, read, st.st_ctime if read else None)
                 out.append((item, st.st_mtime))
             except FileNotFoundError:
                 continue  # marked read meanwhile
         return out
+
+    def _renamed(self, path: Path) -> Path | None:
+        """A message whose file name is not UTF-8, renamed in its folder to a valid name
+        (never replacing a file): its name is its id, and the id goes into blocks,
+        records and requests that cannot hold such a name. None: it cannot be read."""
+        try:
+            target = move_unique(path, path.parent, safe(path.name, limit=240))
+        except FileNotFoundError:
+            return None  # marked read or removed meanwhile
+        except OSError as exc:  # a hive this user may not write: left as it is
+            if path.name not in self._told:
+                self._told.add(path.name)
+                logger.warning("%s: %s and it cannot be renamed (%s); not read",
+                               shown(self.hive.relative(path)), NOT_UTF8, exc.strerror)
+            return None
+        logger.warning("%s: %s; renamed to %s", shown(self.hive.relative(path)), NOT_UTF8,
+                       target.name)
+        return target
+
+    def _fresh_id(self, message_id: str, st: os.stat_result) -> str:
+        """The id a message is read under when its id was already read from another file:
+        made from this file's identity, so it stays the same while the file does."""
+        n = 0
+        while True:
+            key = f"{message_id}:{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}:{n}"
+            tag = hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
+            fresh = f"{message_id[: MAX_ID_LENGTH - len(tag) - 1]}-{tag}"
+            if fresh not in self._read_ids:  # (moved back from cur/ after being read)
+                return fresh
+            n += 1
 
     def unread(self) -> list[MailItem]:
         """Messages in new/, oldest first."""
@@ -246,28 +302,29 @@ class Mailbox:
             return 0
 
     def mark_read(self, item: MailItem) -> Path:
-        """Move the message from new/ to cur/; idempotent."""
+        """Move the message from new/ to cur/, never replacing a message there (a name
+        already taken gets `-1`, `-2`...); idempotent."""
         if item.path.parent == self.cur_dir:
             return item.path
-        target = self.cur_dir / item.path.name
         try:
-            self._move(item.path, target)
+            target = self._move(item.path)
         except FileNotFoundError:
+            target = self.cur_dir / item.path.name
             if not os.path.lexists(target):
                 raise FileNotFoundError(f"{item.path}: no such message in new/ or cur/") from None
+        self._read_ids.add(item.message.id)
         self._parsed.forget(item.path)
         item.path, item.read = target, True
         return target
 
-
-    def _move(self, src: Path, target: Path) -> None:
+    def _move(self, src: Path) -> Path:
         try:
-            os.rename(src, target)
+            return move_unique(src, self.cur_dir)
         except FileNotFoundError:
             if self.cur_dir.is_dir() or not os.path.lexists(src):
                 raise
             self.cur_dir.mkdir(parents=True, exist_ok=True)  # cur/ removed by hand
-            os.rename(src, target)
+            return move_unique(src, self.cur_dir)
 
 
 def raw_message(
@@ -349,6 +406,14 @@ class PostOffice:
         **fields: Any,
     ) -> Steps[list[Path]]:
         """`send` as a durable operation (see `atomic.run_async`)."""
+        if (size := len((subject + body).encode("utf-8", "surrogatepass"))) > MAX_BODY_BYTES:
+            # Its file would be past what a reader reads (it became a raw message: no
+            # sender, no subject, cut): refused here instead.
+            raise UserError(
+                f"the message is {size:,} bytes; the most a message holds is "
+                f"{MAX_BODY_BYTES:,}: write the long part to a file of workspace/ and send "
+                "its path"
+            )
         names = self.recipients(sender, to)
         known = {k: v for k, v in fields.items() if k in ("id", "thread", "in_reply_to", "task")}
         extra = {k: v for k, v in fields.items() if k not in known}

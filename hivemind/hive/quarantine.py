@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from hivemind.hive.atomic import atomic_write, move_into
+from hivemind.hive.filenames import NOT_UTF8, is_utf8, not_utf8_reason, safe, shown
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)
@@ -21,13 +22,20 @@ def quarantine(hive: Hive, path: Path, reason: str) -> Path:
     """
     hive.rejected_dir.mkdir(parents=True, exist_ok=True)
     name = path.name if not path.name.endswith(REASON_SUFFIX) else path.name + ".txt"
+    if not is_utf8(name):
+        # Kept under a name any tool can show; the reason says what it was.
+        if NOT_UTF8 not in reason:
+            reason = f"{reason}; also {not_utf8_reason(name)}"
+        name = safe(name)
     short = _fitting(name)
     if short != name:
         reason = f"{reason} (its {len(os.fsencode(name))}-byte name was too long to keep)"
     target = move_into(path, hive.rejected_dir, short)
-    line = " ".join(reason.split())  # one line, whatever the reason text holds
+    where = shown(hive.relative(path))  # once moved: a link's own name, not its target's
+    # One line, whatever the reason text holds (a name in it may not be UTF-8).
+    line = shown(" ".join(reason.split()))
     atomic_write(target.with_name(target.name + REASON_SUFFIX), line + "\n")
-    logger.warning("%s: rejected to %s: %s", hive.relative(path), hive.relative(target), line)
+    logger.warning("%s: rejected to %s: %s", where, hive.relative(target), line)
     return target
 
 
@@ -47,7 +55,8 @@ def _fitting(name: str) -> str:
 
 
 def rejected(hive: Hive) -> list[tuple[Path, str]]:
-    """Every rejected file with its reason (`""` if the reason file is missing)."""
+    """Every rejected file with its reason (`""` if the reason file is missing). For
+    people: a name that is not UTF-8 (put there by hand) is given as `caf\\xe9.md`."""
     if not hive.rejected_dir.is_dir():
         return []
     out = []
@@ -58,5 +67,7 @@ def rejected(hive: Hive) -> list[tuple[Path, str]]:
             reason = path.with_name(path.name + REASON_SUFFIX).read_text("utf-8").strip()
         except (OSError, UnicodeDecodeError):
             reason = ""
-        out.append((path, reason))
+        if not is_utf8(path.name):
+            reason = reason or not_utf8_reason(path.name)
+        out.append((path.with_name(shown(path.name)), reason))
     return out

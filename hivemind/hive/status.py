@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ConfigError, UnknownAgentError
+from hivemind.hive.changes import tasks_not_read
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.leftovers import pid_alive
@@ -24,8 +25,10 @@ class AgentStatus(BaseModel):
     """One agent: is its ROM valid, what is it doing."""
 
     name: str
-    ok: bool
+    ok: bool  # its ROM.md as it is now is valid
     error: str | None = None
+    last_good: bool = False  # not ok, but it runs on the last good config it had
+    warnings: list[str] = Field(default_factory=list)  # valid, but likely not meant
     role: str = ""
     model: str | None = None
     active_tasks: int = 0
@@ -48,6 +51,10 @@ class HiveStatus(BaseModel):
     tasks: dict[TaskState, int] = Field(default_factory=dict)
     mail: dict[str, int] = Field(default_factory=dict, description="unread per mailbox")
     rejected: list[RejectedFile] = Field(default_factory=list)
+    not_tasks: list[str] = Field(
+        default_factory=list,
+        description="files and folders in tasks/ not read as tasks, each with why and what to do",
+    )
     daemon: Any = Field(
         default=None,
         description=".hivemind/status.json as the daemon last wrote it, except: `running` is "
@@ -103,10 +110,14 @@ def hive_status(hive: Hive) -> HiveStatus:
         except (ConfigError, UnknownAgentError) as exc:
             agents.append(AgentStatus(name=name, ok=False, error=str(exc), unread=mail[name]))
             continue
+        error = roms.error(name)  # the ROM is invalid now, the last good config kept
         agents.append(
             AgentStatus(
                 name=name,
-                ok=True,
+                ok=error is None,
+                error=error,
+                last_good=error is not None,
+                warnings=roms.warnings(name),
                 role=config.role,
                 model=config.model,
                 active_tasks=load.get(name, 0),
@@ -122,5 +133,6 @@ def hive_status(hive: Hive) -> HiveStatus:
         rejected=[
             RejectedFile(file=hive.relative(path), reason=reason) for path, reason in rejected(hive)
         ],
+        not_tasks=tasks_not_read(hive),
         daemon=_daemon(hive),
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import logging
+import math
 import os
 import stat
 import time
@@ -15,11 +16,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from hivemind.errors import FileFormatError
+from hivemind.hive.filenames import is_utf8, not_utf8_reason
 from hivemind.hive.frontmatter import task_from_text
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.models import AgentConfig, Task, TaskState
 from hivemind.hive.quarantine import REASON_SUFFIX, quarantine
 from hivemind.hive.routing import route_task
+from hivemind.hive.settling import WRITER_RECHECK, fallback_for, whole_in, writer_open
 from hivemind.hive.statcache import RACY_MARGIN, Sig, StatCache, sig_of
 from hivemind.hive.taskref import TaskRef, md_entries, md_files
 
@@ -59,6 +62,10 @@ class TaskIndex:
         self._seq = 0
         self._stale = 0
         self._settling: set[Path] = set()  # files the last refresh left for later
+        self._look_again = math.inf  # when the soonest of them may have settled
+        # Files the watcher handed on once their writer closed them, as they were then
+        # (what settles them where the kernel cannot tell: see `_writer_wait`).
+        self._vouched: dict[Path, Sig] = {}
         self._moved_in: set[Path] = set()  # files this board put into tasks/ itself
         self._load: dict[str, int] | None = None  # active tasks per agent (see `load`)
         self._active_paths: dict[str, Path] = {}  # file path -> its Path (see active_stats)
@@ -74,6 +81,16 @@ class TaskIndex:
     def unsettled(self) -> int:
         """Files the last refresh left for later: still being written."""
         return len(self._settling)
+
+    @property
+    def settle_wait(self) -> float:
+        """Seconds until one of the `unsettled` files may have settled: when to refresh."""
+        return max(min(self._look_again - time.time(), 60.0), 0.01)
+
+    def _settle_later(self, path: Path, at: float) -> None:
+        """Look at `path` again at the next refresh; it may have settled by `at`."""
+        self._settling.add(path)
+        self._look_again = min(self._look_again, at)
 
     # -- reading ---------------------------------------------------------------
     def _read(self, path: Path, st: os.stat_result) -> Task:
@@ -98,9 +115,18 @@ class TaskIndex:
         sig, seen = self._first_seen[path]
         return now - sig[2] / 1e9 < EMPTY_GRACE and now - seen < EMPTY_GRACE
 
+    def _writer_wait(self, path: Path, sig: Sig, now: float) -> float:
+        """Seconds before the file may be whole (0.0: it is): no process has it open for
+        writing; where that cannot be told, the watcher saw its writer close it
+        (`_vouched`), or it has been still for the fallback time."""
+        closed = True if self._vouched.get(path) == sig else None
+        still_for = max(now - sig[2] / 1e9, now - self._first_seen[path][1])
+        return whole_in(path, still_for, closed, fallback_for(self.settle_time))
+
     def _reject(self, path: Path, reason: str) -> None:
         self._parsed.forget(path)
         self._first_seen.pop(path, None)
+        self._vouched.pop(path, None)
         with contextlib.suppress(FileNotFoundError):  # another process moved it first
             quarantine(self.hive, path, reason)
 
@@ -123,8 +149,11 @@ class TaskIndex:
         if changed is None:
             self._full_scan(now)
             return
-        look = set(changed) | self._settling | self._moved_in
-        self._settling, self._moved_in = set(), set()
+        # Files named by the watcher were handed on once whole, as were those this board
+        # put into tasks/ itself.
+        named = set(changed) | self._moved_in
+        look = named | self._settling
+        self._settling, self._moved_in, self._look_again = set(), set(), math.inf
         fresh: list[TaskRef] = []
         for path in look:
             if path.parent != self.hive.tasks_dir or is_temp_name(path.name):
@@ -136,9 +165,12 @@ class TaskIndex:
             except FileNotFoundError:
                 self._drop_pending(path)
                 self._first_seen.pop(path, None)
+                self._vouched.pop(path, None)
                 continue
             if stat.S_ISDIR(st.st_mode):
                 continue
+            if path in named:
+                self._vouched[path] = sig_of(st)
             ref = self._check(path, st, now)
             if ref is not None:
                 fresh.append(ref)
@@ -147,7 +179,7 @@ class TaskIndex:
     def _full_scan(self, now: float) -> None:
         present: set[Path] = set()
         fresh: list[TaskRef] = []
-        self._settling, self._moved_in = set(), set()
+        self._settling, self._moved_in, self._look_again = set(), set(), math.inf
         for path, st in md_files(self.hive.tasks_dir):
             present.add(path)
             ref = self._check(path, st, now)
@@ -155,6 +187,8 @@ class TaskIndex:
                 fresh.append(ref)
         for gone in [p for p in self._first_seen if p not in present]:
             del self._first_seen[gone]
+        for gone in [p for p in self._vouched if p not in present]:
+            del self._vouched[gone]
         for gone in [p for p in self._pending if p not in present]:
             self._drop_pending(gone)
         self._parsed.keep_only(self.hive.tasks_dir, present)
@@ -165,6 +199,11 @@ class TaskIndex:
     def _check(self, path: Path, st: os.stat_result, now: float) -> TaskRef | None:
         """The pending task in `path` if it is settled and readable (else None; an
         unreadable file is rejected). An unchanged file gives back its known ref."""
+        if not is_utf8(path.name):
+            # Its id (the stem) could be written to no file, log or request.
+            self._drop_pending(path)
+            self._reject(path, not_utf8_reason(path.name))
+            return None
         if stat.S_ISLNK(st.st_mode):
             self._drop_pending(path)
             self._reject(path, "a symbolic link is not read as a task; copy the file instead")
@@ -174,17 +213,24 @@ class TaskIndex:
             self._reject(path, "not a regular file")
             return None
         sig = sig_of(st)
-        if not self._stable(path, sig, now) or (st.st_size == 0 and self._young(path, now)):
+        stable = self._stable(path, sig, now)
+        if not stable or (st.st_size == 0 and self._young(path, now)):
             # Still being written; or created and not written yet (`cmd > tasks/x.md`,
             # a slow cmd): an empty file is rejected once it has stayed empty a while.
             self._drop_pending(path)
-            self._settling.add(path)
+            self._settle_later(path, now + (WRITER_RECHECK if stable else self.settle_time))
             return None
         known = self._pending.get(path)
         if known is not None and self._pending_sig.get(path) == sig:
             cached = self._parsed.get(path, st)
             if cached is known.task:
                 return known
+        if (wait := self._writer_wait(path, sig, now)) > 0:
+            # Its writer has not closed it (`( echo "# T"; slow_cmd; echo more ) > x.md`):
+            # what it writes after a claim would go into the claimed file, and be lost.
+            self._drop_pending(path)
+            self._settle_later(path, now + wait)
+            return None
         try:
             task = self._read(path, st)
         except FileNotFoundError:
@@ -201,7 +247,8 @@ class TaskIndex:
         ref = TaskRef(task, path, TaskState.PENDING, None, st.st_mtime)
         self._pending_sig[path] = sig
         if now - st.st_mtime < RACY_MARGIN:
-            self._settling.add(path)  # may change again within the same mtime: look again
+            # May change again within the same mtime: look again.
+            self._settle_later(path, now + RACY_MARGIN)
         return ref
 
     def _admit(self, fresh: list[TaskRef]) -> None:
@@ -218,7 +265,7 @@ class TaskIndex:
             if other is not None and other != ref.path and os.path.lexists(other):
                 where = self.hive.relative(other)
                 self._pending_sig.pop(ref.path, None)
-                self._reject(ref.path, f"duplicate task id {ref.id} (already in {where})")
+                self._reject(ref.path, f"duplicate task id {ref.id} (then in {where})")
                 continue
             self._pending[ref.path] = ref
             self._pending_by_id[ref.id] = ref.path
@@ -307,6 +354,9 @@ class TaskIndex:
         for path, st in md_files(self.hive.active_dir_for(agent), self._active_paths):
             if leaving and path in leaving:
                 continue
+            if not is_utf8(path.name):  # put there by hand, or by an older version
+                self._reject(path, not_utf8_reason(path.name))
+                continue
             try:
                 # Not `_read`: a file in active/ is never one of tasks/ (no pending id).
                 task = parsed.load(path, st, task_from_text)
@@ -350,13 +400,29 @@ class TaskIndex:
         return {entry.name[:-3] for entry in md_entries(self.hive.done_dir)}
 
     def is_claimable(self, ref: TaskRef, done: set[str] | None = None) -> bool:
-        """Pending and every `depends_on` id is in done/."""
+        """Pending, every `depends_on` id is in done/, and no process has its file open
+        for writing (the claim's rename would not stop the writer: what it wrote next
+        would go into the claimed file, and be lost once the task is finished)."""
         if ref.state is not TaskState.PENDING:
             return False
-        if not ref.task.depends_on:
-            return True
-        done = self.done_ids() if done is None else done
-        return all(dep in done for dep in ref.task.depends_on)
+        if ref.task.depends_on:
+            done = self.done_ids() if done is None else done
+            if not all(dep in done for dep in ref.task.depends_on):
+                return False
+        if writer_open(ref.path):  # opened again since it was read: read again once closed
+            self._drop_pending(ref.path)
+            self._settle_later(ref.path, time.time() + WRITER_RECHECK)
+            return False
+        return True
+
+    def has_read(self, path: Path) -> bool:
+        """True if this board has parsed the task file at `path` as it is now (a claim of
+        its own put it there, or an agent of this process has read it since)."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        return self._parsed.get(path, st) is not None
 
     def route(
         self, ref: TaskRef, agents: Sequence[AgentConfig], load: dict[str, int] | None = None
@@ -399,8 +465,8 @@ class TaskIndex:
             return None
         for entry in entries:  # plain string work: this runs for every create
             name = entry.name
-            if not name.endswith(".md") or is_temp_name(name):
-                continue
+            if not name.endswith(".md") or is_temp_name(name) or not is_utf8(name):
+                continue  # (a name that is not UTF-8 is rejected by the next scan)
             known = self._pending_ids.get(name)
             if known is None:
                 try:
@@ -422,7 +488,7 @@ class TaskIndex:
                 if state is not TaskState.PENDING or ref.id == task_id:
                     return ref
         for path, st in md_files(self.hive.tasks_dir):
-            if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISREG(st.st_mode) or not is_utf8(path.name):
                 continue
             try:
                 task = self._read(path, st)

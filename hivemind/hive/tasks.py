@@ -26,7 +26,13 @@ from hivemind.hive.atomic import (
     run,
     write_temp,
 )
-from hivemind.hive.frontmatter import first_heading, read_task, render_task, task_from_text
+from hivemind.hive.frontmatter import (
+    MAX_FILE_BYTES,
+    first_heading,
+    read_task,
+    render_task,
+    task_from_text,
+)
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task, TaskState, check_file_id
 from hivemind.hive.taskindex import TaskIndex
@@ -317,9 +323,17 @@ class TaskBoard(TaskIndex):
                 "created_at": task.created_at or utcnow(),
             }
         )
+        text = render_task(task)
+        if (size := len(text.encode("utf-8"))) > MAX_FILE_BYTES:
+            # It would be written, then rejected by every reader: refused here instead.
+            raise UserError(
+                f"task {task.id} would be a file of {size:,} bytes; the limit is "
+                f"{MAX_FILE_BYTES:,} (1 MB): put the long part in a file of workspace/ "
+                "and name that file in the task"
+            )
         self.hive.tasks_dir.mkdir(parents=True, exist_ok=True)
         path = self.hive.tasks_dir / f"{task.id}.md"
-        if not (yield from create_new_steps(path, render_task(task), fsync=self.fsync)):
+        if not (yield from create_new_steps(path, text, fsync=self.fsync)):
             raise UserError(f"duplicate task id {task.id} (already in {self.hive.relative(path)})")
         self._pending_ids[path.name] = task.id
         self._moved_in.add(path)

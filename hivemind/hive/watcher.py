@@ -3,7 +3,9 @@
 On Linux the event loop reads inotify itself (`hive/inotify.py`); elsewhere, and
 when polling, a watchdog observer thread hands raw paths to the loop. A path becomes a
 `HiveEvent` once its size and mtime have been stable for `settle_time`, and only
-if it differs from what was last handed on (duplicates coalesce). Every
+if it differs from what was last handed on (duplicates coalesce). A task or a message
+is handed on only once its writer is done with it (`hive/settling.py`): closed, by the
+kernel's word or a close-write event, else still for a longer fallback time. Every
 `rescan_interval` a stat snapshot of the watched files is diffed against what
 was handed on, so an event the OS dropped (or a filesystem without inotify) is
 caught anyway.
@@ -16,6 +18,7 @@ import contextlib
 import enum
 import logging
 import os
+import sys
 import threading
 import time
 import warnings
@@ -40,8 +43,8 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from hivemind.hive import inotify
-from hivemind.hive.changes import HiveEventKind, classify, lstat_sig, snapshot
+from hivemind.hive import inotify, settling
+from hivemind.hive.changes import HiveEventKind, classify, lstat_sig, not_a_task, snapshot
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.paths import glob_root
 from hivemind.hive.statcache import Sig
@@ -80,10 +83,17 @@ _EVENT_TYPES: list[type[FileSystemEvent]] = [
 ]
 
 
-# A task leaving tasks/ (claimed) or a message leaving new/ (read) wakes nobody: the
-# daemon made most of these itself. They only tidy what the watcher knows, at its next
-# wake-up for something else (or the rescan), instead of waking the loop each.
-_GONE_IS_NO_NEWS = frozenset({HiveEventKind.TASK_DROPPED, HiveEventKind.MAIL_ARRIVED})
+# A task leaving tasks/ (claimed) or active/ (done, failed, given back), or a message
+# leaving new/ (read) wakes nobody: the daemon made most of these itself. They only tidy
+# what the watcher knows, at its next wake-up for something else (or the rescan),
+# instead of waking the loop each.
+_GONE_IS_NO_NEWS = frozenset(
+    {HiveEventKind.TASK_DROPPED, HiveEventKind.TASK_EDITED, HiveEventKind.MAIL_ARRIVED}
+)
+# Files read only once their writer is done with them (see `hive/settling.py`).
+_WHOLE_FIRST = frozenset(
+    {HiveEventKind.TASK_DROPPED, HiveEventKind.TASK_EDITED, HiveEventKind.MAIL_ARRIVED}
+)
 
 
 @dataclass(frozen=True)
@@ -121,7 +131,11 @@ class _Handler(FileSystemEventHandler):
                 self._directory(rel)
             elif kinds := classify(rel, self.watcher.watch_globs):
                 news = not left or any(kind not in _GONE_IS_NO_NEWS for kind, _ in kinds)
-                self.watcher._queue_raw(Path(text), wake=news)
+                self.watcher._queue_raw(Path(text), wake=news, closed=_closed_by(event, left))
+            elif not left and rel.startswith("tasks/") and rel.count("/") == 1:
+                why = not_a_task(rel[6:])
+                if why is not None:
+                    self.watcher._threadsafe(self.watcher._tell_ignored, {rel[6:]: why})
 
     def _directory(self, rel: str) -> None:
         parts = rel.split("/")
@@ -131,6 +145,17 @@ class _Handler(FileSystemEventHandler):
         elif not any(is_temp_name(p) for p in parts):
             # A folder moved in or out carries files no event names: look now.
             self.watcher._threadsafe(self.watcher._kick_rescan)
+
+
+def _closed_by(event: FileSystemEvent, left: bool) -> bool | None:
+    """What an event says of its file's writer: True closed after its last write (or put
+    in place whole: a rename, a link), False written and not closed since, None nothing."""
+    if left:
+        return None
+    kind = event.event_type
+    if kind == "modified":
+        return False
+    return True if kind in ("closed", "created", "moved") else None
 
 
 class HiveWatcher:
@@ -172,10 +197,19 @@ class HiveWatcher:
         # seen at their last check (None before the first). One timer serves them all.
         self._last_raw: dict[Path, float] = {}
         self._seen_sig: dict[Path, Sig | None] = {}
+        # Tasks and messages still being written: what OS events said of each one's
+        # writer (see `_closed_by`; only where close events come: Linux inotify), and
+        # the monotonic time before which a held one is not looked at again.
+        self._close_events = not poll and sys.platform.startswith("linux")
+        self._closed: dict[Path, bool] = {}
+        self._hold: dict[Path, float] = {}
+        self._held: set[Path] = set()  # held once: handed on when whole, even unchanged
+        self._fallback = settling.fallback_for(settle_time)
+        self._told: set[str] = set()  # names in tasks/ said not to be read as tasks
         self._timer: asyncio.TimerHandle | None = None
         self._checking: asyncio.Task[None] | None = None
         # Raw paths from the handler, handed over in batches (one loop wake-up).
-        self._inbox: list[Path] = []
+        self._inbox: list[tuple[Path, bool | None]] = []
         self._inbox_lock = threading.Lock()
         self._woken = False  # a _take_inbox is on its way to the loop
         self._loop_thread: int | None = None
@@ -186,7 +220,9 @@ class HiveWatcher:
             raise RuntimeError("a HiveWatcher cannot be reopened; create a new one")
         self._state = _State.RUNNING
         self._loop = asyncio.get_running_loop()
-        self._known = await asyncio.to_thread(snapshot, self.hive, self.watch_globs)
+        ignored: dict[str, str] = {}
+        self._known = await asyncio.to_thread(snapshot, self.hive, self.watch_globs, ignored)
+        self._tell_ignored(ignored, forget=True)
         self._agents = {p.parent.name for p in self._known if p.name == "ROM.md"}
         self._loop_thread = threading.get_ident()
         if self.os_events and self._on_loop():
@@ -218,6 +254,7 @@ class HiveWatcher:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._last_raw.clear()
         self._seen_sig.clear()
+        self._hold.clear()
         if self._observer is not None:
             observer, self._observer = self._observer, None
             observer.stop()
@@ -231,6 +268,7 @@ class HiveWatcher:
         folders = [
             (hive.root, False),
             (hive.tasks_dir, False),
+            (hive.active_dir, True),  # a person editing a claimed task wakes its agent
             (hive.agents_dir, True),
             (hive.mailboxes_dir, False),
             (hive.knowledge_dir, True),
@@ -335,12 +373,12 @@ class HiveWatcher:
     def _kick_rescan(self) -> None:
         self._kick.set()
 
-    def _queue_raw(self, path: Path, *, wake: bool = True) -> None:
-        """From the handler (in any thread): queue the path; wake the loop if `wake` and
-        no wake-up is on its way already. A path queued without one waits for the next
-        (or the rescan)."""
+    def _queue_raw(self, path: Path, *, wake: bool = True, closed: bool | None = None) -> None:
+        """From the handler (in any thread): queue the path (and what the event said of
+        its writer, see `_closed_by`); wake the loop if `wake` and no wake-up is on its
+        way already. A path queued without one waits for the next (or the rescan)."""
         with self._inbox_lock:
-            self._inbox.append(path)
+            self._inbox.append((path, closed))
             first = wake and not self._woken
             self._woken = self._woken or wake
         if first:
@@ -350,15 +388,22 @@ class HiveWatcher:
         """Every queued path, in the order the OS reported them, starts settling."""
         with self._inbox_lock:
             paths, self._inbox, self._woken = self._inbox, [], False
-        for path in paths:
-            self._on_raw(path)
+        for path, closed in paths:
+            self._on_raw(path, closed)
 
-    def _on_raw(self, path: Path) -> None:
+    def _on_raw(self, path: Path, closed: bool | None = None) -> None:
+        """`path` changed; `closed`: what the event said of its writer (None: nothing,
+        as for a change the rescan found)."""
         if self._state is not _State.RUNNING:
             return
         if path not in self._last_raw:
             self._seen_sig[path] = None
         self._last_raw[path] = time.monotonic()
+        self._hold.pop(path, None)
+        if closed is None or not self._close_events:
+            self._closed.pop(path, None)
+        else:
+            self._closed[path] = closed
         self._arm(self.settle_time)
 
     def _arm(self, delay: float) -> None:
@@ -385,7 +430,11 @@ class HiveWatcher:
         polling (a network filesystem) in a worker thread, one trip per batch."""
         try:
             now = time.monotonic()
-            due = [p for p, at in self._last_raw.items() if now - at >= self.settle_time]
+            hold = self._hold
+            due = [
+                p for p, at in self._last_raw.items()
+                if now - at >= self.settle_time and (not hold or hold.get(p, 0.0) <= now)
+            ]
             if due:
                 sigs = (
                     await asyncio.to_thread(lambda: [lstat_sig(p) for p in due])
@@ -401,8 +450,12 @@ class HiveWatcher:
         finally:
             self._checking = None
             if self._last_raw and self._state is _State.RUNNING:
-                soonest = min(self._last_raw.values()) + self.settle_time - time.monotonic()
-                self._arm(soonest)
+                hold, settle = self._hold, self.settle_time
+                soonest = min(
+                    max(at + settle, hold.get(p, 0.0)) if hold else at + settle
+                    for p, at in self._last_raw.items()
+                )
+                self._arm(soonest - time.monotonic())
 
     def _settle_one(self, path: Path, sig: Sig | None, wall: float) -> None:
         if path not in self._last_raw:
@@ -415,19 +468,43 @@ class HiveWatcher:
                 self._seen_sig[path] = sig
                 self._last_raw[path] = time.monotonic() - max(age, 0.0)
                 return
-        del self._last_raw[path]
-        self._seen_sig.pop(path, None)
-        try:
-            self._hand_on(path, sig)
-        except Exception:
-            logger.exception("%s: could not hand the change on", path)
-
-    def _hand_on(self, path: Path, sig: Sig | None) -> None:
         try:
             rel = path.relative_to(self.hive.root).as_posix()
         except ValueError:
-            return
-        kinds = classify(rel, self.watch_globs)
+            rel = ""
+        kinds = classify(rel, self.watch_globs) if rel else []
+        if sig is not None and any(kind in _WHOLE_FIRST for kind, _ in kinds):
+            wait = self._writer_wait(path, sig, wall)
+            if wait > 0:  # still being written: looked at again at its next event, or then
+                self._seen_sig[path] = sig
+                self._hold[path] = time.monotonic() + wait
+                self._held.add(path)
+                return
+        del self._last_raw[path]
+        self._seen_sig.pop(path, None)
+        self._hold.pop(path, None)
+        self._closed.pop(path, None)
+        held = path in self._held
+        self._held.discard(path)
+        try:
+            if rel:
+                self._hand_on(path, sig, kinds, again=held)
+        except Exception:
+            logger.exception("%s: could not hand the change on", path)
+
+    def _writer_wait(self, path: Path, sig: Sig, wall: float) -> float:
+        """Seconds before the task or message at `path` may be whole (0.0: it is): its
+        writer closed it, by the kernel's word or an event's, else it has been still
+        for the fallback time (by its mtime, or since its last event)."""
+        still_for = max(wall - sig[2] / 1e9, time.monotonic() - self._last_raw[path])
+        return settling.whole_in(path, still_for, self._closed.get(path), self._fallback)
+
+    def _hand_on(
+        self, path: Path, sig: Sig | None, kinds: list[tuple[HiveEventKind, str | None]],
+        *, again: bool = False,
+    ) -> None:
+        """Emit the events of a settled change; `again`: even if the file is as it was
+        last handed on (it was held while a writer had it open)."""
         if sig is None:
             if self._known.pop(path, None) is None:
                 return
@@ -438,7 +515,7 @@ class HiveWatcher:
                 elif kind in (HiveEventKind.KNOWLEDGE_CHANGED, HiveEventKind.FILE_CHANGED):
                     self._emit(kind, path, agent)
             return  # a task claimed or a message read is not news
-        if self._known.get(path) == sig:
+        if self._known.get(path) == sig and not again:
             return  # the same unchanged file reported again
         self._known[path] = sig
         for kind, agent in kinds:
@@ -471,11 +548,15 @@ class HiveWatcher:
                     # A folder made a moment ago (a mailbox's new/ after the mailbox) may
                     # have had files put in it before its watch: look again right after.
                     self._kick.set()
-                found = await asyncio.to_thread(snapshot, self.hive, self.watch_globs)
+                ignored: dict[str, str] = {}
+                found = await asyncio.to_thread(
+                    snapshot, self.hive, self.watch_globs, ignored
+                )
             except OSError as exc:
                 logger.warning("%s: rescan failed: %s", self.hive.root, exc)
                 continue
             self._reconcile(found)
+            self._tell_ignored(ignored, forget=True)
 
     def _reconcile(self, snapshot: dict[Path, Sig]) -> None:
         """Feed every difference between disk and what was handed on through settling."""
@@ -486,6 +567,18 @@ class HiveWatcher:
         for path in [p for p in self._known if p not in snapshot]:
             if path not in self._last_raw:
                 self._on_raw(path)
+
+    def _tell_ignored(self, ignored: dict[str, str], *, forget: bool = False) -> None:
+        """Say once per file (on the console, in the log) that an entry of tasks/ is not
+        read as a task (`ignored`: name -> why). `forget`: `ignored` is all of them now;
+        a name gone since is told again if it comes back."""
+        for name, why in ignored.items():
+            if name not in self._told:
+                logger.warning("%s", why)
+        if forget:
+            self._told = set(ignored)
+        else:
+            self._told.update(ignored)
 
     def rescan_now(self) -> None:
         """Ask for a rescan at once (e.g. after a folder was moved in)."""
