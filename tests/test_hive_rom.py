@@ -134,6 +134,49 @@ def test_agents_and_configs_list_valid_agents(hive: Hive) -> None:
 # -- knowledge ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("front", "expected"),
+    [
+        pytest.param("max_context_tokens: 3000\nmax_output_tokens: 4096\n",
+                     "max_context_tokens 3000 less max_output_tokens 4096 leaves -1096 tokens",
+                     id="output-over-context"),
+        pytest.param("max_context_tokens: 1500\nmax_output_tokens: 1024\n",
+                     "leaves 476 tokens for the prompt", id="no-room-for-a-context"),
+        pytest.param("knowledge: ['does-not-exist/*.md']\n",
+                     "knowledge: 'does-not-exist/*.md' matches no note", id="knowledge-glob"),
+        pytest.param("watch: ['nomatch/**']\n", "watch: 'nomatch/**' matches no file",
+                     id="watch-glob"),
+    ],
+)
+def test_a_valid_rom_that_cannot_do_what_it_says_runs_with_a_logged_warning(
+    hive: Hive, caplog: pytest.LogCaptureFixture, front: str, expected: str
+) -> None:
+    (hive.knowledge_dir / "style.md").write_text("# Style\n")
+    write_rom(hive, "ann", f"---\n{front}---\nWrite well.\n")
+    roms = RomRegistry(hive, AgentSettings())
+
+    with caplog.at_level("WARNING", logger="hivemind.hive.rom"):
+        config = roms.load("ann")
+        roms.load("ann")
+
+    assert config.name == "ann" and roms.error("ann") is None
+    [warning] = roms.warnings("ann")
+    assert expected in warning
+    assert [r.getMessage() for r in caplog.records] == [f"agents/ann/ROM.md: {warning}"]
+
+
+def test_globs_that_match_files_and_room_for_a_context_warn_of_nothing(hive: Hive) -> None:
+    (hive.knowledge_dir / "guides").mkdir()
+    (hive.knowledge_dir / "guides" / "style.md").write_text("# Style\n")
+    (hive.workspace_dir / "sub").mkdir()
+    (hive.workspace_dir / "sub" / "w.md").write_text("w\n")
+    write_rom(hive, "ann", "---\nmax_context_tokens: 3000\nmax_output_tokens: 2000\n"
+              "knowledge: ['knowledge/guides/*.md', '**']\nwatch: ['workspace/**']\n---\n")
+    roms = RomRegistry(hive, AgentSettings())
+    roms.load("ann")
+    assert roms.warnings("ann") == []
+
+
 def test_knowledge_blocks_carry_topic_location_and_priority(hive: Hive) -> None:
     (hive.knowledge_dir / "style.md").write_text(
         "---\ntags: [x]\n---\n# House style\n\nBe brief.\n"

@@ -189,6 +189,30 @@ async def test_a_missing_file_becomes_a_noted_entry(root: Path) -> None:
     assert built.notes == {"src/gone.py": "missing"}
 
 
+async def test_a_latin1_file_is_its_text_with_the_encoding_it_was_read_with(
+    root: Path,
+) -> None:
+    (root / "notes.md").write_bytes("# Café notes\nrésumé\n".encode("latin-1"))
+    built = await Engine(root).build([FileBlock(location="notes.md", timestamp=NOW)])
+    (entry,) = built.entries
+    assert entry["content"] == "# Café notes\nrésumé\n"
+    assert entry["metadata"]["encoding"] == "cp1252 (not UTF-8)"
+    assert "note" not in entry["metadata"]
+
+
+async def test_a_message_with_its_body_is_that_body_and_its_fields_are_metadata(
+    root: Path,
+) -> None:
+    (root / "mail").mkdir()
+    (root / "mail/1.md").write_text("---\nid: m1\nfrom: human\nsubject: hi\n---\nHello there.\n")
+    block = MessageBlock(from_agent="human", to_agent="lead", subject="hi",
+                         full_path="mail/1.md", body="Hello there.", timestamp=NOW)
+    built = await Engine(root).build([block])
+    (entry,) = built.entries
+    assert entry["content"] == "Hello there."
+    assert entry["metadata"]["from"] == "human" and entry["metadata"]["subject"] == "hi"
+
+
 async def test_an_oversized_python_file_is_sent_as_its_signatures(root: Path) -> None:
     source = "".join(
         f"def function_{i}(a: int, b: str = 'x') -> bool:\n"

@@ -100,6 +100,40 @@ async def test_a_few_undecodable_bytes_do_not_make_a_file_binary(
     assert "plain text" in got.text
 
 
+async def test_a_short_latin1_note_is_text_read_as_cp1252(
+    loader: ContentLoader, tmp_path: Path
+) -> None:
+    (tmp_path / "latin1.md").write_bytes("# Café notes\nrésumé of café\n".encode("latin-1"))
+    got = await loader.load(FileRef(path="latin1.md"))
+    assert got.note is None
+    assert got.text == "# Café notes\nrésumé of café\n"
+    assert got.encoding == "cp1252"
+    line = await loader.load(FileRef(path="latin1.md", start_line=2, end_line=2))
+    assert (line.text, line.encoding) == ("résumé of café\n", "cp1252")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(bytes(range(1, 256)) * 20, id="every-byte-but-nul"),
+        pytest.param(b"\x01\x02\x03\x04\xe9\xff\x7f\x10" * 4, id="short-controls"),
+    ],
+)
+async def test_bytes_without_nul_or_utf8_are_binary_when_control_bytes_say_so(
+    loader: ContentLoader, tmp_path: Path, data: bytes
+) -> None:
+    (tmp_path / "blob.md").write_bytes(data)
+    got = await loader.load(FileRef(path="blob.md"))
+    assert got.note == "binary"
+
+
+async def test_utf8_with_a_stray_byte_stays_utf8(loader: ContentLoader, tmp_path: Path) -> None:
+    (tmp_path / "mixed.md").write_bytes("naïve café ".encode() + b"\xe9 end\n")
+    got = await loader.load(FileRef(path="mixed.md"))
+    assert got.note is None and got.encoding is None
+    assert got.text == "naïve café \ufffd end\n"
+
+
 async def test_an_unchanged_file_costs_no_read_and_no_tokenisation(
     loader: ContentLoader,
 ) -> None:

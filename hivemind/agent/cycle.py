@@ -21,7 +21,8 @@ from hivemind.agent.budget import BudgetTracker, start_of_day
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
-from hivemind.agent.services import HiveServices
+from hivemind.agent.restore import restore_history
+from hivemind.agent.services import HISTORY_KEPT, HiveServices
 from hivemind.agent.toolrun import ToolRunner, short
 from hivemind.errors import (
     ConfigError,
@@ -33,7 +34,7 @@ from hivemind.errors import (
 from hivemind.hive.atomic import LoopFlusher
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.models import AgentConfig
+from hivemind.hive.models import MIN_CONTEXT_TOKENS, AgentConfig
 from hivemind.llm.base import (
     AssistantTurn,
     ModelRequest,
@@ -56,7 +57,8 @@ from hivemind.tools.base import ToolContext
 logger = logging.getLogger(__name__)
 
 FINISHED_ID = "context:finished"
-FINISHED_KEPT = 20
+FINISHED_KEPT = 20  # lines of the finished-tasks summary at most (at least half of it)
+FINISHED_RESULT_CHARS = 150  # of a finished task's result, in its line of that summary
 RECORD_FLUSH_DELAY = 0.05  # s a cycle record may wait to ride with another flush
 DAY_SPENT = "daily budget spent"  # why a cycle did not run: the agent is paused
 TASKS_SPENT = "task budgets spent"  # ...: every task it had was stopped by its budget
@@ -91,6 +93,17 @@ class CycleReport:
     @property
     def overhead_ms(self) -> float:
         return self.duration_ms - self.model_ms
+
+
+def _finished_line(task_id: str, outcome: str, result: Any) -> str:
+    """`- q1: done — 12,345 EUR, INV-778`: one line, its result cut to FINISHED_RESULT_CHARS."""
+    line = f"- {task_id}: {outcome}"
+    if not isinstance(result, str) or not result.strip():
+        return line
+    text = " ".join(result.split())
+    if len(text) > FINISHED_RESULT_CHARS:
+        text = text[: FINISHED_RESULT_CHARS - 1].rstrip() + "…"
+    return f"{line} — {text}"
 
 
 def common_prefix_length(a: str, b: str) -> int:
@@ -168,7 +181,14 @@ class Agent:
         spent, per_task = self.audit.usage_since(today)
         self.budget = BudgetTracker(spent_today=spent, per_task=per_task,
                                     warned=self.audit.warnings_since(today))
+        self.restore()
         return interrupted
+
+    def restore(self) -> int:
+        """The steps taken for the tasks it still holds, back in working memory from the
+        audit log (after a restart, or for a look from another process); how many."""
+        held = [ref.task.id for ref in self.s.board.active(self.name)]
+        return restore_history(self.audit, held, self.working, HISTORY_KEPT)
 
     # -- configuration -------------------------------------------------------
     def config(self) -> AgentConfig | None:
@@ -338,7 +358,7 @@ class Agent:
             for item in p.unread:
                 self.mailbox.mark_read(item)
         self.last_error = report.error
-        self._compact_history(ctx)
+        self._compact_history(ctx, calls)
         self.s.janitor.sweep(self.working)
         if self.s.ltm is not None and ctx.effects.memories and report.error is None:
             await self._reflect(cfg, p)
@@ -436,7 +456,7 @@ class Agent:
     def budget_for(self, cfg: AgentConfig) -> int:
         """Context tokens: max_context_tokens less the output reserve and the tool definitions."""
         reserved = cfg.max_output_tokens + self.s.fixed_tokens(cfg)
-        return max(1_000, cfg.max_context_tokens - reserved)
+        return max(MIN_CONTEXT_TOKENS, cfg.max_context_tokens - reserved)
 
     async def view(
         self, cfg: AgentConfig, p: Perception, budget: int | None = None, *,
@@ -523,9 +543,10 @@ class Agent:
         self.budget.record(response.usage.total_input + response.usage.output_tokens, task_ids)
         return with_valid_text(response)
 
-    def _compact_history(self, ctx: ToolContext) -> None:
-        """A finished task's steps shrink to one line: its outcome (the steps that mattered
-        were consolidated into long-term memory at its end)."""
+    def _compact_history(self, ctx: ToolContext, calls: list[dict[str, Any]]) -> None:
+        """A finished task's steps shrink to one line: its outcome and a short form of its
+        result (the steps that mattered were consolidated into long-term memory at its
+        end; what it answered stays in view)."""
         fx = ctx.effects
         finished = {t: "done" for t in fx.tasks_completed} | {t: "failed" for t in fx.tasks_failed}
         if not finished:
@@ -534,12 +555,21 @@ class Agent:
             ids = block.metadata.get("task_ids") or []
             if ids and all(t in finished for t in ids):
                 self.working.remove(block.id)
+        said = {  # complete_task's result, fail_task's reason
+            c["input"].get("task_id"): c["input"].get("result") or c["input"].get("reason")
+            for c in calls if c["name"] in ("complete_task", "fail_task") and not c["error"]
+        }
         summary = self.working.get(FINISHED_ID)
         lines = summary.summary.splitlines()[1:] if isinstance(summary, ContextBlock) else []
-        lines = [*lines, *(f"- {tid}: {outcome}" for tid, outcome in finished.items())]
+        lines = [*lines, *(_finished_line(tid, outcome, said.get(tid))
+                           for tid, outcome in finished.items())]
+        if len(lines) > FINISHED_KEPT:
+            # Cut back to half at once: in between the summary only grows at its end, so
+            # the request before it still serves the prompt cache up to there.
+            lines = lines[-(FINISHED_KEPT // 2):]
         self.working.add(ContextBlock(
             id=FINISHED_ID, context_type="finished_tasks", priority=Priority.LOW,
-            summary="\n".join(["Tasks you finished recently:", *lines[-FINISHED_KEPT:]]),
+            summary="\n".join(["Tasks you finished recently:", *lines]),
         ))
 
     def _tools_json(self, tools: list[ToolSpec]) -> str:
@@ -582,8 +612,10 @@ class Agent:
             if report.cost is None and report.usage.total_input + report.usage.output_tokens:
                 report.unpriced_model = ctx.config.model
         if text:
+            # Tied to the tasks the cycle held: compacted with them when they end.
             self.working.add(HistoryBlock(action="said", detail=short(text, 500),
-                                          priority=Priority.MEDIUM))
+                                          priority=Priority.MEDIUM,
+                                          metadata={"task_ids": task_ids, "cycle": report.cycle}))
         self.audit.write(
             "cycle",
             cycle=report.cycle,

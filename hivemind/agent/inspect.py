@@ -104,6 +104,7 @@ async def _inspect(
     cfg = agent.config()
     if cfg is None:
         raise ConfigError(agent.config_error or f"{hive.rom_path(name)}: invalid ROM")
+    agent.restore()  # its steps on the tasks it holds, as a restarted daemon gives them
     p = perceive(hive, cfg, services.board, agent.mailbox, services.knowledge, agent.working,
                  services.board_figures())
     configs = services.roms.configs()

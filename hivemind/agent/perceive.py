@@ -7,7 +7,6 @@ the model only when some key was not seen before (an idle hive costs nothing).
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import stat
 import time
@@ -21,7 +20,7 @@ from hivemind.hive.knowledge import KnowledgeIndex, Note, note_block
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.mailbox import Mailbox, MailItem
 from hivemind.hive.models import AgentConfig
-from hivemind.hive.paths import walk_below
+from hivemind.hive.paths import glob_match, glob_root, walk_below
 from hivemind.hive.tasks import TaskBoard, TaskRef
 from hivemind.memory.blocks import (
     BlockType,
@@ -36,8 +35,12 @@ from hivemind.memory.blocks import (
 from hivemind.memory.manager import WorkingMemoryManager
 
 READ_MAIL_KEPT = 10
+"""Read mails in working memory at most: the newest ones (by when they were sent)."""
 READ_MAIL_TTL = timedelta(hours=1)
 PREVIEW_CHARS = 200
+MESSAGE_INLINE_CHARS = 64 * 1024
+"""A message body up to this long is the block's text (the mailbox has parsed it
+already); a longer message is loaded from its file, front matter and all, off the loop."""
 WATCH_LIMIT = 200
 
 
@@ -60,6 +63,8 @@ class Perception:
 # there, by id: (note, block, the block's field dict when made).
 _NOTES_MADE = "perceive.notes"
 NotesMade = dict[str, tuple[Note, KnowledgeBlock, dict[str, Any]]]
+# ... and the FILE blocks it made for watched files, by id.
+_WATCH_MADE = "perceive.watched"
 
 def _stat_key(path: Path) -> str:
     try:
@@ -122,7 +127,10 @@ def task_block(hive: Hive, ref: TaskRef, location: str | None = None) -> TaskBlo
 
 
 def message_block(hive: Hive, agent: str, item: MailItem) -> MessageBlock:
+    """The MESSAGE block of a mail: its body as text; who sent it, the subject, when
+    (the block's timestamp) and what it answers go in the metadata."""
     m = item.message
+    threading = {"thread": m.thread, "in_reply_to": m.in_reply_to, "task": m.task}
     block = MessageBlock(
         from_agent=m.from_,
         to_agent=agent,
@@ -130,8 +138,9 @@ def message_block(hive: Hive, agent: str, item: MailItem) -> MessageBlock:
         preview=m.body[:PREVIEW_CHARS],
         full_path=hive.relative(item.path),
         read=item.read,
+        body=m.body if len(m.body) <= MESSAGE_INLINE_CHARS else None,
         priority=Priority.MEDIUM if item.read else Priority.HIGH,
-        metadata={"message_id": m.id, **({"task": m.task} if m.task else {})},
+        metadata={"message_id": m.id, **{k: v for k, v in threading.items() if v}},
     )
     if m.sent_at is not None:
         block.timestamp = m.sent_at
@@ -156,21 +165,58 @@ def _message_id(hive: Hive, item: MailItem) -> str:
 
 
 def watched_files(hive: Hive, globs: list[str]) -> list[Path]:
-    """Files of the hive matching the ROM's `watch` globs (never runtime state)."""
-    if not globs:
-        return []
-    found: list[Path] = []
+    """Files of the hive matching the ROM's `watch` globs (never runtime state), as
+    `glob_match` matches them: the same files whose changes wake the agent."""
+    return list(_watched(hive, globs).values())
+
+
+def _watched(hive: Hive, globs: list[str]) -> dict[str, Path]:
+    """`watched_files`, by hive-relative path."""
+    found: dict[str, Path] = {}
     for pattern in globs:
-        for p in sorted(hive.root.glob(pattern)):
-            rel = hive.relative(p)
-            if rel.startswith((".hivemind", "mailboxes")) or is_temp_name(p.name):
-                continue
-            # A symlink, or a folder link on the way, could pull in a file from outside.
-            if p.is_file() and not p.is_symlink() and not Path(rel).is_absolute():
-                found.append(p)
+        for rel, path in _glob_files(hive, pattern):
+            found.setdefault(rel, path)
             if len(found) >= WATCH_LIMIT:
                 return found
     return found
+
+
+_UNWATCHED = frozenset({".hivemind", "mailboxes"})  # runtime state and other agents' mail
+
+
+def _glob_files(hive: Hive, pattern: str) -> list[tuple[str, Path]]:
+    """(hive-relative path, path) of the regular files matching `pattern`, sorted.
+    Folder links are not entered and file links not taken: either could pull in a
+    file from outside the hive."""
+    base = glob_root(pattern)
+    if base.split("/", 1)[0] in _UNWATCHED:
+        return []
+    top = hive.root / base if base else hive.root
+    # A link on the way to the glob's folder: each file's own name decides.
+    plain = _plain_folder(hive, top) is not None if base else True
+    out: list[tuple[str, Path]] = []
+    for folder, dirs, files in os.walk(top):
+        below = os.path.relpath(folder, top).replace(os.sep, "/")
+        prefix = "/".join(p for p in (base, "" if below == "." else below) if p)
+        prefix = prefix + "/" if prefix else ""
+        dirs[:] = sorted(d for d in dirs if not is_temp_name(d)
+                         and not (not prefix and d in _UNWATCHED))
+        for name in sorted(files):
+            rel = prefix + name
+            if is_temp_name(name) or not glob_match(pattern, rel):
+                continue
+            path = Path(folder, name)
+            try:
+                if not stat.S_ISREG(os.lstat(path).st_mode):  # a link, a FIFO...
+                    continue
+            except OSError:
+                continue
+            if not plain:
+                rel = hive.relative(path)
+                if Path(rel).is_absolute() or rel.split("/", 1)[0] in _UNWATCHED:
+                    continue
+            out.append((rel, path))
+    return out
 
 
 def perceive(
@@ -218,6 +264,7 @@ def perceive(
         if isinstance(block, MessageBlock) and not block.read and block.id not in unread_ids:
             working.remove(block.id)
     expired_before = time.time() - READ_MAIL_TTL.total_seconds()
+    kept_read = set()
     for item in mailbox.read_items(READ_MAIL_KEPT):
         # Read mail stays in view for READ_MAIL_TTL after it was read (the janitor then
         # drops it, and it is not brought back). Most is in view already: its id
@@ -225,18 +272,18 @@ def perceive(
         if item.read_at is not None and item.read_at <= expired_before:
             continue
         bid = _message_id(hive, item)
+        kept_read.add(bid)
         if bid not in unread_ids and bid not in working:
             working.add(message_block(hive, name, item))
+    for block in working.by_type(BlockType.MESSAGE):
+        # Only the newest READ_MAIL_KEPT read mails stay: older ones leave as new ones come.
+        if isinstance(block, MessageBlock) and block.read and block.id not in kept_read:
+            working.remove(block.id)
 
     knowledge.refresh()
     _sync_knowledge(working, knowledge.selected(config.knowledge or None))
 
-    watch_keys = set()
-    for path in watched_files(hive, config.watch):
-        rel = hive.relative(path)
-        if rel not in working:
-            working.add(FileBlock(location=rel, priority=Priority.MEDIUM))
-        watch_keys.add(f"watch:{rel}:{_stat_key(path)}")
+    watch_keys = _sync_files(hive, working, active, config.watch)
 
     # The team goes into the system prompt (stable); the STATUS block keeps what changes.
     working.add(StatusBlock(
@@ -244,6 +291,52 @@ def perceive(
     ))
     return Perception(active=active, unread=unread, input_keys=keys, watch_keys=watch_keys,
                       team=figures.get(TEAM) or [])
+
+
+def _sync_files(
+    hive: Hive, working: WorkingMemoryManager, active: dict[str, TaskRef], globs: list[str]
+) -> set[str]:
+    """FILE blocks: pins (read_file's) end with the tasks they were made for, and a pin
+    whose file is gone is marked so (the context shows it once, then the janitor drops
+    it); watch blocks follow the files the `watch` globs match now. Returns the watch
+    keys (a watched file's version)."""
+    made: dict[str, FileBlock] = working.scratch.get(_WATCH_MADE) or {}
+    watched = _watched(hive, globs) if globs else {}
+    root = os.fspath(hive.root)
+    for block in working.by_type(BlockType.FILE):
+        if not isinstance(block, FileBlock):
+            continue
+        if made.get(block.id) is block:  # a watch block perceive made
+            if block.id not in watched:
+                working.remove(block.id)
+            continue
+        tasks = block.metadata.get("task_ids")
+        if tasks and not any(t in active for t in tasks):
+            working.remove(block.id)  # its tasks ended
+            continue
+        gone = not _readable_file(os.path.join(root, block.location))
+        if gone is not block.gone:
+            block.gone = gone
+    now: dict[str, FileBlock] = {}
+    keys = set()
+    for rel, path in watched.items():
+        held = working.get(rel)
+        if held is None:
+            now[rel] = FileBlock(location=rel, priority=Priority.MEDIUM)
+            working.add(now[rel])
+        elif isinstance(held, FileBlock) and made.get(rel) is held:
+            now[rel] = held  # (else a pin holds the file in view meanwhile)
+        keys.add(f"watch:{rel}:{_stat_key(path)}")
+    working.scratch[_WATCH_MADE] = now
+    return keys
+
+
+def _readable_file(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and os.access(path, os.R_OK)
 
 
 def _sync_knowledge(working: WorkingMemoryManager, notes: list[Note]) -> None:
@@ -274,4 +367,5 @@ def _sync_knowledge(working: WorkingMemoryManager, notes: list[Note]) -> None:
 
 
 def matches_any(path: str, globs: list[str]) -> bool:
-    return any(fnmatch.fnmatch(path, g) for g in globs)
+    """True if the hive-relative `path` matches one of `globs` as `watched_files` does."""
+    return any(glob_match(g, path) for g in globs)

@@ -98,6 +98,10 @@ class AgentSettings(BaseModel):
         return value.strip() if isinstance(value, str) else value
 
 
+MIN_CONTEXT_TOKENS = 1_000
+"""The least context a request carries, whatever the ROM's token settings leave."""
+
+
 class AgentConfig(AgentSettings):
     """An agent's ROM.md: front matter (settings) + body (instructions)."""
 
@@ -134,6 +138,19 @@ class AgentConfig(AgentSettings):
                 f"{', '.join(TOOL_NAMES)})"
             )
         return value
+
+    def budget_warnings(self) -> list[str]:
+        """Token settings that are valid but do not do what they say (the agent runs)."""
+        room = self.max_context_tokens - self.max_output_tokens
+        if room >= MIN_CONTEXT_TOKENS:
+            return []
+        return [
+            f"max_context_tokens {self.max_context_tokens} less max_output_tokens "
+            f"{self.max_output_tokens} leaves {room} tokens for the prompt; the context is "
+            f"kept to at least {MIN_CONTEXT_TOKENS:,} tokens (besides the system prompt and "
+            "tool definitions), so requests will be larger than max_context_tokens: raise "
+            "it or lower max_output_tokens"
+        ]
 
     @field_validator("knowledge", "watch")
     @classmethod

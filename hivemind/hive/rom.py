@@ -3,7 +3,8 @@
 Each ROM is re-read only when its file changed (inode, size, mtime); a bad edit
 keeps the previous valid config and records the error for `hivemind status`. The
 daemon keeps the last valid text in `.hivemind/roms/`, so a restart (or another
-command) finds it too.
+command) finds it too. A valid ROM that will not do what it says (no room for a
+context, globs that match no file) runs, with warnings (`warnings`, and the log).
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
 from hivemind.hive.atomic import atomic_write
 from hivemind.hive.frontmatter import parse, read_text, rom_from_document
-from hivemind.hive.layout import Hive
+from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.models import AgentConfig, AgentSettings
+from hivemind.hive.paths import glob_match, glob_root
 from hivemind.hive.statcache import RACY_MARGIN, Sig, sig_of
 
 logger = logging.getLogger(__name__)
@@ -30,6 +34,7 @@ class _Entry:
     good: AgentConfig | None = None
     text: str = ""  # the file as it was when `good` was read
     error: str | None = None
+    warnings: list[str] = field(default_factory=list)  # of `good`, which still runs
 
 
 class RomRegistry:
@@ -46,6 +51,9 @@ class RomRegistry:
         self.saves_last_good = False
         """Keep each valid ROM read in .hivemind/roms/ (the daemon does; a command that
         only looks, such as `status` or `inspect`, changes nothing on disk)."""
+        self.tells_problems = True
+        """Log a ROM's new problem (a daemon's worker process leaves it to the lead, which
+        reads every ROM too: one warning, not one per process)."""
         self._entries: dict[str, _Entry] = {}
 
     def load(self, name: str) -> AgentConfig:
@@ -75,13 +83,14 @@ class RomRegistry:
                     entry.sig = None  # it changed while we read it: look again next time
                     return entry.good
                 entry.good, entry.text, entry.error = config, text, None
+                self._warn(name, entry, config)
                 if self.saves_last_good:
                     self._keep(name, text)
             except FileFormatError as exc:
                 error = f"{self.hive.relative(path)}: {exc.reason}"
                 if entry.good is None:
                     self._last_good(name, entry)
-                if error != entry.error:
+                if error != entry.error and self.tells_problems:
                     kept = "keeping the last good config" if entry.good else "no valid config yet"
                     logger.warning("%s (%s)", error, kept)
                 entry.error = error
@@ -92,6 +101,22 @@ class RomRegistry:
         if entry.good is None:
             raise ConfigError(entry.error or f"{self.hive.relative(path)}: not loaded")
         return entry.good
+
+    def _warn(self, name: str, entry: _Entry, config: AgentConfig) -> None:
+        """Note what in a valid ROM does not do what it says; log each new one once."""
+        warnings = config.budget_warnings() + glob_warnings(self.hive, config)
+        if self.tells_problems:
+            shown = self.hive.relative(self.hive.rom_path(name))
+            for warning in warnings:
+                if warning not in entry.warnings:
+                    logger.warning("%s: %s", shown, warning)
+        entry.warnings = warnings
+
+    def warnings(self, name: str) -> list[str]:
+        """What in the agent's current config is valid but likely not meant (it runs
+        anyway): token settings that cannot hold, globs that match nothing."""
+        entry = self._entries.get(name)
+        return list(entry.warnings) if entry is not None and entry.good is not None else []
 
     def _keep(self, name: str, text: str) -> None:
         """Save `text`, the agent's valid ROM, as its last good one (unless it is)."""
@@ -141,3 +166,42 @@ class RomRegistry:
             except (ConfigError, UnknownAgentError):
                 continue
         return out
+
+
+_KNOWLEDGE = "knowledge/"
+_NOT_WATCHED = frozenset({".hivemind", "mailboxes"})  # as perceive never watches them
+
+
+def glob_warnings(hive: Hive, config: AgentConfig) -> list[str]:
+    """The ROM's `knowledge` and `watch` globs that match no file now (a typo, most
+    likely: the agent silently gets nothing from them)."""
+    out = []
+    if config.knowledge:
+        notes = [rel.removeprefix(_KNOWLEDGE) for rel in _files(hive.knowledge_dir, "knowledge")
+                 if rel.endswith(".md")]
+        for glob in config.knowledge:
+            pattern = glob.strip().removeprefix("./").removeprefix(_KNOWLEDGE)
+            if not any(glob_match(pattern, rel) for rel in notes):
+                out.append(f"knowledge: {glob!r} matches no note under knowledge/ (so the "
+                           "agent gets none from it)")
+    for glob in config.watch:
+        base = glob_root(glob)
+        if base.split("/", 1)[0] in _NOT_WATCHED or not any(
+            glob_match(glob, rel) for rel in _files(hive.root / base, base)
+        ):
+            out.append(f"watch: {glob!r} matches no file of the hive (yet)")
+    return out
+
+
+def _files(folder: Path, prefix: str) -> Iterator[str]:
+    """Hive-relative paths of the files below `folder` (`prefix` = its own), as
+    perceive finds them: no temp names, no runtime state, links not followed."""
+    for root, dirs, files in os.walk(folder):
+        below = os.path.relpath(root, folder).replace(os.sep, "/")
+        where = "/".join(p for p in (prefix, "" if below == "." else below) if p)
+        where = where + "/" if where else ""
+        dirs[:] = [d for d in dirs if not is_temp_name(d)
+                   and not (not where and d in _NOT_WATCHED)]  # (at the hive's root)
+        for name in files:
+            if not is_temp_name(name) and not os.path.islink(os.path.join(root, name)):
+                yield where + name

@@ -160,13 +160,17 @@ class RomBlock(MemoryBlockBase):
 
 
 class FileBlock(MemoryBlockBase):
-    """A file, or a line range of it. id = `path` or `path:start-end`."""
+    """A file, or a line range of it. id = `path` or `path:start-end`.
+
+    `gone`: the file was missing or unreadable when last perceived; the context shows
+    that once, then the janitor drops the block (never rendered itself)."""
 
     type: Literal[BlockType.FILE] = BlockType.FILE
     location: str
     start_line: int | None = Field(default=None, ge=1)
     end_line: int | None = Field(default=None, ge=1)
     digest: str | None = None
+    gone: bool = False
 
     @model_validator(mode="after")
     def _default_id(self) -> FileBlock:
@@ -253,7 +257,10 @@ class TaskBlock(MemoryBlockBase):
 
 
 class MessageBlock(MemoryBlockBase):
-    """A message in a mailbox; unread mail is HIGH, read mail MEDIUM with expiry."""
+    """A message in a mailbox; unread mail is HIGH, read mail MEDIUM with expiry.
+
+    Its text is `body` when given (the message without its front matter, whose fields
+    are the block's metadata), else the whole file at `full_path`."""
 
     type: Literal[BlockType.MESSAGE] = BlockType.MESSAGE
     from_agent: str
@@ -262,6 +269,7 @@ class MessageBlock(MemoryBlockBase):
     preview: str = ""
     full_path: str
     read: bool = False
+    body: str | None = None
     priority: Priority = Priority.HIGH
 
     @model_validator(mode="after")
@@ -270,8 +278,11 @@ class MessageBlock(MemoryBlockBase):
             _set_default_id(self, f"msg:{self.full_path.rsplit('/', 1)[-1]}")
         return self
 
-    def source(self) -> FileRef:
-        return FileRef(path=self.full_path)
+    def source(self) -> FileRef | None:
+        return FileRef(path=self.full_path) if self.body is None else None
+
+    def inline_content(self) -> str:
+        return self.body or ""
 
     def keywords_text(self) -> str:
         return f"{self.subject} {self.preview}"

@@ -28,6 +28,7 @@ from hivemind.memory.blocks import (
     ContextBlock,
     FileRef,
     HistoryBlock,
+    MessageBlock,
     Priority,
     TaskBlock,
     same_but_timestamp,
@@ -42,7 +43,7 @@ _TYPE_NAMES = {t: t.value for t in BlockType}  # an enum's .value is a property 
 _PRIORITY_NAMES = {p: p.name.lower() for p in Priority}
 # Inline blocks whose text is made of str fields only: the same field dict, the same
 # text (a STATUS block's value may be a dict changed in place: its text is compared).
-_TEXT_OF_STR_FIELDS = frozenset({HistoryBlock, ContextBlock, TaskBlock})
+_TEXT_OF_STR_FIELDS = frozenset({HistoryBlock, ContextBlock, TaskBlock, MessageBlock})
 _STABLE_RANKS = frozenset(_ORDER[t] for t in STABLE_TYPES)  # ranks of the stable types
 _ESCAPED_CACHE_BYTES = 64 * 1024 * 1024
 
@@ -257,8 +258,10 @@ class ContextBuilder:
     def _render(self, block: AnyBlock, source: LoadedContent | str) -> _Part:
         if isinstance(source, str):
             text, tokens, digest, note = source, self._small_count(source), None, None
+            decoded = None
         else:
             text, tokens, digest, note = source.text, source.tokens, source.digest, source.note
+            decoded = source.encoding
         escaped: str | None = None
         compressor = self.compressor
         if compressor is not None and tokens > compressor.max_block_tokens and note is None:
@@ -282,6 +285,8 @@ class ContextBuilder:
         meta.update(block.type_metadata())
         if meta["timestamp"] is not stamp:  # the metadata has a timestamp of its own
             stamp = None
+        if decoded is not None:  # the model should not take its odd characters as data
+            meta["encoding"] = f"{decoded} (not UTF-8)"
         if note is not None:
             meta["note"] = note
         tail = {

@@ -1,17 +1,22 @@
-"""The MemoryJanitor: removes blocks that no longer earn their place in working memory."""
+"""The MemoryJanitor: removes blocks that no longer earn their place in working memory.
+
+It sweeps after each cycle that ran, so a block marked for going (a FILE block whose
+file perception found gone) has been in that cycle's context once.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hivemind.memory.blocks import AnyBlock, BlockType, Priority, utcnow
+from hivemind.memory.blocks import AnyBlock, BlockType, FileBlock, Priority, utcnow
 from hivemind.memory.manager import WorkingMemoryManager
 
 LOW_CONFIDENCE = 0.1
 
 
 class MemoryJanitor:
-    """Sweeps expired blocks, doubtful LOW blocks, old history and history past its capacity."""
+    """Sweeps expired blocks, FILE blocks whose file is gone, doubtful LOW blocks, old
+    history and history past its capacity."""
 
     def __init__(self, history_max_age: float = 3600.0, history_capacity: int = 50) -> None:
         if history_capacity < 0:
@@ -23,6 +28,9 @@ class MemoryJanitor:
         """Why `block` should go regardless of the others (None = it may stay)."""
         if block.is_expired(now):
             return "expired"
+        if isinstance(block, FileBlock) and block.gone:
+            # Perception found its file gone before the cycle: the context showed that.
+            return "its file is gone"
         if block.priority is Priority.LOW and block.confidence < LOW_CONFIDENCE:
             return f"LOW with confidence {block.confidence} < {LOW_CONFIDENCE}"
         if block.type is BlockType.HISTORY and block.priority > Priority.HIGH:

@@ -35,6 +35,26 @@ _DENSE_SUFFIXES = (
 
 StatKey = tuple[int, int]  # (mtime_ns, size)
 
+LEGACY_ENCODING = "cp1252"
+"""How a text that is not UTF-8 is read: Windows-1252, Latin-1 with printable
+characters where Latin-1 has C1 controls (what such files mostly are)."""
+# Bytes of text in an 8-bit code page: printable ASCII, tab, newlines, form feed,
+# escape, and every byte cp1252 gives a character. Past 1 other byte in
+# _CONTROL_SHARE, a file without valid UTF-8 is binary.
+_TEXT_BYTES = bytes(
+    b for b in range(256)
+    if 0x20 <= b < 0x7F or b in b"\t\n\r\f\x08\x1b" or (
+        b >= 0x80 and b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+    )
+)
+_CONTROL_SHARE = 20
+
+
+def _has_utf8_sequences(text: str) -> bool:
+    """True if a text decoded from UTF-8 with replacements has any non-ASCII character
+    besides U+FFFD: some multi-byte sequence in it was valid."""
+    return not text.replace("\ufffd", "").isascii()
+
 
 INLINE_READ_BYTES = 64 * 1024
 """Files up to this size are read on the event loop; bigger ones in a worker thread."""
@@ -48,6 +68,7 @@ class LoadedContent:
     tokens: int
     digest: str
     note: str | None = None
+    encoding: str | None = None  # the 8-bit code page a non-UTF-8 text was read with
 
 
 @dataclass(slots=True, eq=False)  # compared by identity (version tuples)
@@ -347,12 +368,25 @@ class ContentLoader:
         if not data:
             return self._note(f"[empty file: {path}]", "empty"), ""
         if b"\x00" in data[:_BINARY_SNIFF]:
-            return self._note(f"[binary file: {path}, {len(data)} bytes]", "binary"), ""
-        text = data.decode("utf-8", errors="replace")
-        # Mostly-undecodable bytes are binary in all but name; a few bad bytes are kept.
-        if text.count("\ufffd") * 10 > len(text):
-            return self._note(f"[binary file: {path}, {len(data)} bytes]", "binary"), ""
+            return self._binary(path, data)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", errors="replace")
+            if not _has_utf8_sequences(text):
+                # Not one valid multi-byte sequence: text from an 8-bit code page
+                # (Latin-1, Windows-1252), unless control bytes say it is binary.
+                if len(data.translate(None, _TEXT_BYTES)) * _CONTROL_SHARE > len(data):
+                    return self._binary(path, data)
+                text = data.decode(LEGACY_ENCODING, errors="replace")
+                return self._content(text, LEGACY_ENCODING), text
+            # UTF-8 with some bad bytes: kept, unless they are most of it.
+            if text.count("\ufffd") * 10 > len(text):
+                return self._binary(path, data)
         return self._content(text), text
+
+    def _binary(self, path: str, data: bytes) -> tuple[LoadedContent, str]:
+        return self._note(f"[binary file: {path}, {len(data)} bytes]", "binary"), ""
 
     def _slice(self, entry: _Entry, path: str, start: int, end: int) -> LoadedContent:
         hit = entry.ranges.get((start, end))
@@ -369,7 +403,7 @@ class ContentLoader:
             text = loaded.text
         else:
             text = entry.text[starts[start - 1] : starts[min(end, nlines)]]
-            loaded = self._content(text)
+            loaded = self._content(text, entry.whole.encoding)
         with self._lock:
             entry.ranges[(start, end)] = loaded
             entry.cost += len(text) + 128
@@ -377,14 +411,14 @@ class ContentLoader:
             self.generation += 1
         return loaded
 
-    def _content(self, text: str) -> LoadedContent:
+    def _content(self, text: str, encoding: str | None = None) -> LoadedContent:
         digest = self.counter.digest(text)
         tokens = self.counter.cached(digest, as_json=True)
         if tokens is None:
             tokens = self.counter.count_with_digest(text, digest, as_json=True)
             with self._lock:
                 self.files_tokenised += 1
-        return LoadedContent(text=text, tokens=tokens, digest=digest)
+        return LoadedContent(text=text, tokens=tokens, digest=digest, encoding=encoding)
 
     def _note(self, text: str, note: str) -> LoadedContent:
         digest = self.counter.digest(text)

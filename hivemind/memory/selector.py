@@ -113,7 +113,7 @@ def block_location(block: AnyBlock) -> Location | None:
     if isinstance(block, RomBlock | KnowledgeBlock):
         return (block.location, None, None)
     if isinstance(block, MessageBlock):
-        return (block.full_path, None, None)
+        return (block.full_path, None, None) if block.body is None else None
     if isinstance(block, TaskBlock):
         return (block.location, None, None) if block.location else None
     if isinstance(block, StatusBlock | HistoryBlock | ContextBlock):

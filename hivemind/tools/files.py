@@ -11,6 +11,7 @@ import asyncio
 import os
 import stat
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from pydantic import BaseModel, Field
 from hivemind.errors import ToolError
 from hivemind.hive.atomic import atomic_write_steps, run_async
 from hivemind.hive.paths import resolve_inside
-from hivemind.memory.blocks import FileBlock, Priority
+from hivemind.memory.blocks import BlockType, FileBlock, Priority, utcnow
 from hivemind.tools.base import ANY, MAX_RESULT_CHARS, Footprint, Tool, ToolContext
 from hivemind.tools.excerpt import SNIFF_BYTES, read_excerpt
 from hivemind.tools.filesearch import SearchFilesInput, search_files
@@ -29,6 +30,9 @@ MAX_WRITE_BYTES = 1_000_000
 MAX_READ_LINES = 2_000
 MAX_LIST_ENTRIES = 200
 LIST_SECONDS = 2.0
+PIN_TTL = timedelta(hours=1)
+"""How long read_file keeps a file in view when the agent holds no task (a pin made
+for tasks lasts until they end)."""
 READ_BUDGET = MAX_RESULT_CHARS - 500
 """read_file's lines fit the result with room for its header and last line, so the
 cut in `execute` never falls inside them."""
@@ -83,20 +87,13 @@ async def read_file(ctx: ToolContext, args: ReadFileInput) -> str:
         args.start_char,
     )
     if part.total == 0:
-        ctx.working.add(FileBlock(location=rel, priority=Priority.HIGH))
+        _pin(ctx, rel, None, None)
         return f"{rel} is empty"
     of = f"of {part.total}" if part.total is not None else f"of a {part.size} byte file"
     whole = start == 1 and part.last == part.total and not part.cut_note and not part.first_char
     ranged = args.start_line is not None or args.end_line is not None or not whole
     # Pin what was shown, so the next cycles keep it in view without another call.
-    ctx.working.add(
-        FileBlock(
-            location=rel,
-            start_line=start if ranged else None,
-            end_line=part.last if ranged else None,
-            priority=Priority.HIGH,
-        )
-    )
+    _pin(ctx, rel, start if ranged else None, part.last if ranged else None)
     tail = part.cut_note
     wanted_more = args.end_line is None or part.last < args.end_line
     if wanted_more and (part.total is None or part.last < part.total):
@@ -107,6 +104,40 @@ async def read_file(ctx: ToolContext, args: ReadFileInput) -> str:
     within = f", line {start} from character {part.first_char}" if part.first_char else ""
     header = f"{rel} (lines {start}-{part.last} {of}{within})"
     return "\n".join(filter(None, [header, part.body, tail]))
+
+
+def _pin(ctx: ToolContext, rel: str, start: int | None, end: int | None) -> None:
+    """Keep `rel` (lines `start`-`end`, or all of it) in view as a HIGH FILE block.
+
+    The pin lasts as long as one of the tasks held now (perceive drops it once none
+    is held), or `PIN_TTL` when none is held. Pinned again, the block stays the same
+    one, timestamp included (the cached prefix holds), with its life renewed. A whole
+    file takes the place of its range pins; a range of a file pinned whole adds
+    nothing."""
+    held = list(ctx.active_tasks)
+    life: dict[str, Any] = {
+        "metadata": {"task_ids": held} if held else {},
+        "expiry": None if held else utcnow() + PIN_TTL,
+        "gone": False,
+        "priority": Priority.HIGH,
+    }
+    working = ctx.working
+    if start is None:
+        for block in working.by_type(BlockType.FILE):
+            if isinstance(block, FileBlock) and block.location == rel and (
+                block.start_line is not None
+            ):
+                working.remove(block.id)
+    else:
+        whole = working.get(rel)
+        if isinstance(whole, FileBlock) and whole.priority is Priority.HIGH:
+            working.add(whole.model_copy(update=life))
+            return
+    pinned = FileBlock(location=rel, start_line=start, end_line=end, **life)
+    old = working.get(pinned.id)
+    if isinstance(old, FileBlock):
+        pinned = old.model_copy(update=life)  # its timestamp too
+    working.add(pinned)
 
 
 async def _atomic_write(path: Path, content: str, fsync: bool, mode: int | None) -> None:
