@@ -200,3 +200,26 @@ async def test_a_cycle_whose_tools_flush_nothing_flushes_its_start_line_itself(
     report = await asyncio.wait_for(agent.cycle(), 5.0)  # it must not wait forever
     assert report.ran and report.tool_calls == 0, report
     assert trips and trips[0].paths == [hive.audit_path(AGENT)] and trips[0].starts == 1
+
+
+async def test_settle_ends_even_when_a_flush_it_waits_for_never_comes(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stop waited for ever on such a flush (seen once in CI): the log is flushed
+    directly instead, and the stop ends."""
+    from hivemind.agent import cycle as cycle_module
+
+    write_agent(hive, "worker")
+    services = HiveServices.open(hive, OfflineProvider(), fast_config(hive))
+    agent = Agent("worker", services)
+    agent.audit.append("note", cycle=0)
+    never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    agent._flushing.add(never)
+    monkeypatch.setattr(cycle_module, "SETTLE_SECONDS", 0.1)
+
+    await asyncio.wait_for(agent.settle(), 5)
+
+    assert never.cancelled()
+    assert "its flush did not come in 0.1 s; flushed here instead" in caplog.text
+    if services.ltm is not None:
+        services.ltm.close()

@@ -31,7 +31,7 @@ from hivemind.errors import (
     UnknownAgentError,
     UserError,
 )
-from hivemind.hive.atomic import LoopFlusher
+from hivemind.hive.atomic import LoopFlusher, fsync_all
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.models import MIN_CONTEXT_TOKENS, AgentConfig
@@ -60,6 +60,7 @@ FINISHED_ID = "context:finished"
 FINISHED_KEPT = 20  # lines of the finished-tasks summary at most (at least half of it)
 FINISHED_RESULT_CHARS = 150  # of a finished task's result, in its line of that summary
 RECORD_FLUSH_DELAY = 0.05  # s a cycle record may wait to ride with another flush
+SETTLE_SECONDS = 10.0  # s `settle` waits for the flushes it asked for, at most
 DAY_SPENT = "daily budget spent"  # why a cycle did not run: the agent is paused
 TASKS_SPENT = "task budgets spent"  # ...: every task it had was stopped by its budget
 
@@ -432,10 +433,22 @@ class Agent:
             logger.warning("%s: audit flush failed: %s", self.audit.path, flush.exception())
 
     async def settle(self) -> None:
-        """Wait until every audit record written so far is on disk (at shutdown)."""
-        if self._flushing:
-            self.audit.kick()
-            await asyncio.wait(list(self._flushing))
+        """Wait until every audit record written so far is on disk (at shutdown).
+
+        Bounded: should a flush it waits for never come (one CI run hung here once, and
+        it did not come back in hundreds of tries), the log is flushed here instead,
+        so a stop always ends."""
+        if not self._flushing:
+            return
+        self.audit.kick()
+        _, late = await asyncio.wait(list(self._flushing), timeout=SETTLE_SECONDS)
+        if late:
+            logger.warning("%s: its flush did not come in %g s; flushed here instead",
+                           self.audit.path, SETTLE_SECONDS)
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(fsync_all, [self.audit.path])
+            for flush in late:
+                flush.cancel()
 
     async def _reflect(self, cfg: AgentConfig, p: Perception) -> None:
         """Reflect when enough importance has gathered (never with the offline provider)."""

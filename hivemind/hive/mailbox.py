@@ -43,8 +43,8 @@ from hivemind.memory.blocks import utcnow
 logger = logging.getLogger(__name__)
 
 BROADCAST = "*"
-MAX_BODY_BYTES = MAX_FILE_BYTES - 8_000  # what is left of a message file for its front matter
 """`to: "*"`: every agent and the human, except the sender."""
+MAX_BODY_BYTES = MAX_FILE_BYTES - 8_000  # what is left of a message file for its front matter
 
 _id_lock = threading.Lock()
 _id_seq = itertools.count()
