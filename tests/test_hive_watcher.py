@@ -229,3 +229,20 @@ async def test_a_task_that_left_is_forgotten_by_the_rescan_without_other_news(
             await asyncio.sleep(0.01)
         assert job not in w._known and w._inbox == []
         await nothing_more(w)
+
+
+@pytest.mark.parametrize("turns", [0, 1, 2, 3])
+async def test_closing_ends_even_when_a_rescan_kick_comes_at_that_instant(
+    hive: Hive, turns: int
+) -> None:
+    """Python 3.11's wait_for swallowed the cancel of the rescan loop when its kick
+    came in the same instant: the loop went on for ever, and so did the daemon's stop
+    (a clean-clone CI run hung so)."""
+    watcher = HiveWatcher(hive, settle_time=0.0, rescan_interval=60)
+    await watcher.__aenter__()
+    await asyncio.sleep(0.01)
+    watcher._kick.set()
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+    await asyncio.wait_for(watcher.aclose(), 5)

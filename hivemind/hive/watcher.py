@@ -534,7 +534,10 @@ class HiveWatcher:
 
     # -- the rescan ----------------------------------------------------------------
     async def _rescan_loop(self) -> None:
-        while True:
+        # Until closed, not `while True`: Python 3.11's wait_for can swallow the cancel
+        # that `aclose` sends when the kick comes in the same instant, and `aclose` would
+        # then wait for this loop for ever (a daemon's stop hung so, once).
+        while self._state is _State.RUNNING:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._kick.wait(), self.rescan_interval)
             self._kick.clear()
