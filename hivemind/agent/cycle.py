@@ -435,9 +435,8 @@ class Agent:
     async def settle(self) -> None:
         """Wait until every audit record written so far is on disk (at shutdown).
 
-        Bounded: should a flush it waits for never come (one CI run hung here once, and
-        it did not come back in hundreds of tries), the log is flushed here instead,
-        so a stop always ends."""
+        Bounded: should a flush it waits for never come (nothing known does that now),
+        the log is flushed here instead, so a stop always ends."""
         if not self._flushing:
             return
         self.audit.kick()
