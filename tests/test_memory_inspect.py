@@ -82,8 +82,10 @@ def test_a_small_budget_drops_blocks_and_says_why(app: typer.Typer, example: Hiv
     dropped = [r for r in rows.values() if not r["kept"]]
     assert dropped
     assert all(r["reason"].startswith("over budget at ") for r in dropped)
-    assert rows["task:big"]["kept"] is False
-    assert "HIGH" in rows["task:big"]["reason"] and "80 % of 600" in rows["task:big"]["reason"]
+    # A task longer than the whole budget is shortened to a quarter of it, not dropped:
+    # the agent must see what it holds.
+    assert rows["task:big"]["kept"] and rows["task:big"]["reason"] == "compressed"
+    assert rows["task:big"]["tokens"] < 600 // 4 + 100  # and its envelope
 
 
 def test_the_table_shows_kept_and_dropped_rows(app: typer.Typer, example: Hive) -> None:
@@ -132,7 +134,10 @@ def test_a_dropped_block_shows_the_tokens_it_would_count_if_kept(
     squeezed = report(app, example_copy, "--budget", budget)["blocks"]
 
     assert any(not r["kept"] for r in squeezed)
-    assert {r["id"]: r["tokens"] for r in squeezed} == {i: r["tokens"] for i, r in roomy.items()}
+    # (In so small a budget the knowledge notes are out of view, the shelf's line in.)
+    both = [r for r in squeezed if r["id"] in roomy]
+    assert len(both) >= len(squeezed) - 1
+    assert {r["id"]: r["tokens"] for r in both} == {r["id"]: roomy[r["id"]]["tokens"] for r in both}
 
 
 @pytest.mark.parametrize("budget", BUDGETS)

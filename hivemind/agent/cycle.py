@@ -23,6 +23,7 @@ from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.restore import restore_history
 from hivemind.agent.services import HISTORY_KEPT, HiveServices
+from hivemind.agent.shelf import KnowledgeShelf
 from hivemind.agent.toolrun import ToolRunner, short
 from hivemind.errors import (
     ConfigError,
@@ -156,6 +157,7 @@ class Agent:
         self.selector = MemorySelector(
             services.loader, services.counter, self.scorer, services.compressor.max_block_tokens
         )
+        self.shelf = KnowledgeShelf()
         self.audit = AuditLog(services.hive.audit_path(name), secrets=services.secrets,
                               fsync=services.config.daemon.fsync)
         self.cycle_no = 0
@@ -484,7 +486,8 @@ class Agent:
         team = team_text(self.name, p.team)
         budget = budget or max(1_000, self.budget_for(cfg) - self.s.counter.count(team))
         recalled = self._recall_memories(cfg, p, focus, budget, touch=not looking)
-        selection = self.selector.select(self.working.blocks(), budget)
+        blocks = self.shelf.choose(self.working.blocks(), self.scorer, budget)
+        selection = self.selector.select(blocks, budget)
         built = await self.s.builder.build(selection, budget)
         rom = [e for e in built.entries if e["metadata"].get("type") == BlockType.ROM.value]
         # The text `cfg` was read from: a ROM being saved right now is never half-read,

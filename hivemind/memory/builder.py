@@ -35,7 +35,7 @@ from hivemind.memory.blocks import (
 )
 from hivemind.memory.compressor import MemoryCompressor
 from hivemind.memory.loader import ContentLoader, LoadedContent
-from hivemind.memory.selector import Dropped, Selection, block_location
+from hivemind.memory.selector import Dropped, Selection, block_cap, block_location
 from hivemind.memory.tokens import TokenCounter
 
 _ORDER = {t: i for i, t in enumerate(CONTEXT_ORDER)}
@@ -137,12 +137,13 @@ class _Part:
     order: tuple[int, str]
     dict: dict[str, Any] = field(default_factory=dict)
     stamp: str | None = None  # the rendered timestamp (None: the metadata names its own)
+    cap: int | None = None  # the compression cap it was rendered under (`block_cap`)
 
     def restamped(self, block: AnyBlock) -> _Part:
         """This rendering for `block`, whose fields and content are this one's and whose
         timestamp renders the same."""
         return _Part(block, self.source, self.tokens, self.note, self.entry, self.encoded,
-                     self.order, block.__dict__, self.stamp)
+                     self.order, block.__dict__, self.stamp, self.cap)
 
 
 _order_of, _tokens_of, _entry_of, _encoded_of = (
@@ -165,7 +166,7 @@ class ContextBuilder:
         # Escaping a 300 KB file as JSON takes ~2 ms; unchanged content is escaped once.
         self._escaped: OrderedDict[str, str] = OrderedDict()
         self._escaped_bytes = 0
-        self._compressed: dict[tuple[str, str], tuple[str, str, int]] = {}
+        self._compressed: dict[tuple[str, str, int], tuple[str, str, int]] = {}
         self._small: dict[str, int] = {}  # inline texts, counted as JSON strings
         self._small_raw: dict[str, int] = {}  # envelopes, counted as they are
         self._parts: dict[int, _Part] = {}
@@ -181,7 +182,10 @@ class ContextBuilder:
                 seen.add(b.id)
                 blocks.append(b)
         contents = await self._load(blocks)
-        parts = [self._part(b, contents.get(b.id)) for b in blocks]
+        # Blocks over a share of the budget are compressed, as the selector counted them.
+        cap = block_cap(budget, None if self.compressor is None else
+                        self.compressor.max_block_tokens)
+        parts = [self._part(b, contents.get(b.id), cap) for b in blocks]
         if len(self._parts) > 2 * len(parts) + 1024:  # forget blocks no longer kept
             self._parts = {id(p.block): p for p in parts}
         if len(self._latest) > 2 * len(parts) + 1024:
@@ -220,13 +224,14 @@ class ContextBuilder:
             out.update(zip((bid for bid, _ in misses), loaded, strict=True))
         return out
 
-    def _part(self, block: AnyBlock, loaded: LoadedContent | None) -> _Part:
-        """The entry of `block`; reused while the block and its content are unchanged."""
+    def _part(self, block: AnyBlock, loaded: LoadedContent | None, cap: int | None) -> _Part:
+        """The entry of `block`; reused while the block, its content and the cap are
+        unchanged."""
         part = self._parts.get(id(block))
         # Pydantic gives a block a new __dict__ on every assignment; the loader returns
         # the same LoadedContent object while the file is unchanged.
-        if part is not None and part.dict is not block.__dict__:
-            part = None  # made for other field values
+        if part is not None and (part.dict is not block.__dict__ or part.cap != cap):
+            part = None  # made for other field values, or another budget
         if part is not None:
             if loaded is not None and part.source is loaded:
                 return part
@@ -235,11 +240,13 @@ class ContextBuilder:
         source: LoadedContent | str = block.inline_content() if loaded is None else loaded
         if part is not None and loaded is None and part.source == source:
             return part
-        part = self._restamped(block, source) or self._render(block, source)
+        part = self._restamped(block, source, cap) or self._render(block, source, cap)
         self._parts[id(block)] = self._latest[block.id] = part
         return part
 
-    def _restamped(self, block: AnyBlock, source: LoadedContent | str) -> _Part | None:
+    def _restamped(
+        self, block: AnyBlock, source: LoadedContent | str, cap: int | None
+    ) -> _Part | None:
         """The last rendering of this block id, if `block` differs from the block it was
         made for at most in a timestamp that renders the same (perception makes its
         blocks anew every cycle, stamped to the microsecond; the entry shows seconds)."""
@@ -247,6 +254,7 @@ class ContextBuilder:
         if (
             prev is None
             or not (prev.source is source or (isinstance(source, str) and prev.source == source))
+            or prev.cap != cap
             or type(prev.block) is not type(block)
             or not same_but_timestamp(prev.dict, block.__dict__)
         ):
@@ -255,7 +263,7 @@ class ContextBuilder:
             return None
         return prev.restamped(block)
 
-    def _render(self, block: AnyBlock, source: LoadedContent | str) -> _Part:
+    def _render(self, block: AnyBlock, source: LoadedContent | str, cap: int | None) -> _Part:
         if isinstance(source, str):
             text, tokens, digest, note = source, self._small_count(source), None, None
             decoded = None
@@ -264,11 +272,11 @@ class ContextBuilder:
             decoded = source.encoding
         escaped: str | None = None
         compressor = self.compressor
-        if compressor is not None and tokens > compressor.max_block_tokens and note is None:
-            key = (digest or self.counter.digest(text), block.id)
+        if compressor is not None and cap is not None and tokens > cap and note is None:
+            key = (digest or self.counter.digest(text), block.id, cap)
             done = self._compressed.get(key)
             if done is None:
-                shorter = compressor.compress(block, text, tokens=tokens)
+                shorter = compressor.compress(block, text, tokens=tokens, cap=cap)
                 if shorter is not None:
                     done = (shorter, _dumps_str(shorter), self.counter.count_json(shorter))
                     if len(self._compressed) > 4096:
@@ -307,6 +315,7 @@ class ContextBuilder:
             order=(_ORDER.get(block.type, len(_ORDER)), block.id),
             dict=block.__dict__,
             stamp=stamp,
+            cap=cap,
         )
 
     def _small_count(self, text: str, raw: bool = False) -> int:

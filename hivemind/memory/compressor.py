@@ -2,8 +2,9 @@
 
 Python becomes its signatures (via `ast`: decorators, async, nested methods,
 first docstring lines, imports); other code an outline of def/class/function/
-import lines; history one line per action; Markdown its headings; anything else
-its head. The output starts with a `[compressed: ...]` label.
+import lines; history one line per action; Markdown its headings; a task, a
+message and anything else its head. The output starts with a `[compressed: ...]`
+label, which says how to read the whole file when there is one.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ import ast
 import re
 from collections.abc import Sequence
 
-from hivemind.memory.blocks import AnyBlock, ContextBlock, HistoryBlock, RomBlock
+from hivemind.memory.blocks import (
+    AnyBlock,
+    ContextBlock,
+    HistoryBlock,
+    MessageBlock,
+    RomBlock,
+    TaskBlock,
+)
 from hivemind.memory.selector import DEFAULT_MAX_BLOCK_TOKENS, block_location
 from hivemind.memory.tokens import TokenCounter
 
@@ -22,7 +30,7 @@ _CODE = (
     ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".lua", ".sh",
 )
 _MARKDOWN = (".md", ".markdown", ".rst")
-_LABEL_TOKENS = 40  # room for the "[compressed: ...]" line
+_LABEL_TOKENS = 60  # room for the "[compressed: ...]" line
 _LINE_CHARS = 200
 
 _OUTLINE = re.compile(
@@ -163,20 +171,26 @@ class MemoryCompressor:
         """ROM is the agent's identity: it is sent whole or not at all."""
         return not isinstance(block, RomBlock)
 
-    def compress(self, block: AnyBlock, text: str, *, tokens: int | None = None) -> str | None:
-        """A shorter, labelled text if `text` is over the cap; None if it fits as it is."""
+    def compress(
+        self, block: AnyBlock, text: str, *, tokens: int | None = None, cap: int | None = None
+    ) -> str | None:
+        """A shorter, labelled text if `text` is over the cap (`cap`, else
+        `max_block_tokens`); None if it fits as it is."""
         if not self.applies_to(block):
             return None
+        limit = max(2 * _LABEL_TOKENS, self.max_block_tokens if cap is None else cap)
         before = tokens if tokens is not None else self.counter.count_json(text)
-        if before <= self.max_block_tokens:
+        if before <= limit:
             return None
         loc = block_location(block)
         name = loc[0] if loc else block.id
         kind, body = self._shrink(block, name, text)
-        body, cut = self._fit(body, self.max_block_tokens - _LABEL_TOKENS)
+        body, cut = self._fit(body, limit - _LABEL_TOKENS)
         after = self.counter.count_json(body)
         label = f"[compressed: {kind} of {name}, {before} → {after} tokens"
-        return f"{label}{', truncated' if cut else ''}]\n{body}"
+        # The model can read the rest: read_file takes a line range.
+        whole = "; read_file reads the whole file in parts" if loc else ""
+        return f"{label}{', truncated' if cut else ''}{whole}]\n{body}"
 
     def _shrink(self, block: AnyBlock, name: str, text: str) -> tuple[str, str]:
         lower = name.lower()
@@ -185,6 +199,8 @@ class MemoryCompressor:
         )
         if is_history:
             return "one line per action", history_summary(text)
+        if isinstance(block, TaskBlock | MessageBlock):  # what is asked is in its words
+            return "head", text
         if lower.endswith(_PYTHON):
             sigs = python_signatures(text)
             if sigs is not None:

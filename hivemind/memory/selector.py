@@ -49,6 +49,18 @@ TIER_LIMITS: dict[Priority, int] = {Priority.HIGH: 80, Priority.MEDIUM: 90, Prio
 # A block above this many tokens is compressed by the builder (MemoryCompressor's
 # default), so the selector never counts it as costing more.
 DEFAULT_MAX_BLOCK_TOKENS = 8000
+# ...nor above this share of a small budget (a long task in an 8k context is shortened,
+# not dropped), nor under this floor.
+BLOCK_SHARE = 4  # a quarter
+MIN_BLOCK_TOKENS = 200
+
+
+def block_cap(budget: int, most: int | None = DEFAULT_MAX_BLOCK_TOKENS) -> int | None:
+    """The most tokens one non-ROM block costs in a context of `budget`: a quarter of
+    it, at most `most` (None: no compressor, no cap)."""
+    if most is None:
+        return None
+    return min(most, max(MIN_BLOCK_TOKENS, budget // BLOCK_SHARE))
 
 # The JSON around a block's content ({"id":…,"confidence":…,"priority":…,"metadata":{…}})
 # measured 46-50 tokens plus ~1 per 4 characters of id and source path; the
@@ -240,8 +252,10 @@ class MemorySelector:
         self.counter = counter
         self.scorer = scorer or RelevanceScorer()
         # The builder compresses any non-ROM block above this, so it never costs more;
-        # None when the builder has no compressor.
+        # None when the builder has no compressor. `_cap` is the cap for the budget of
+        # the last selection (`block_cap`): the estimates below are counted under it.
         self.max_block_tokens = max_block_tokens
+        self._cap = max_block_tokens
         # Estimates trust a file's stat for this long (seconds). Loading always stats and
         # the builder enforces the budget with real counts, so a file edited within the
         # window costs at worst one cycle with a stale estimate. 0 = stat every time.
@@ -260,7 +274,8 @@ class MemorySelector:
 
     # -- estimates -----------------------------------------------------------
     def estimate(self, block: AnyBlock, stats: dict[str, StatKey | None] | None = None) -> int:
-        """Estimated tokens of `block` in the context, envelope included; reads nothing."""
+        """Estimated tokens of `block` in the context, envelope included; reads nothing.
+        A block over the cap counts as compressed (the cap of the last selection's budget)."""
         loc = block_location(block)
         if loc is None:
             return self._inline_tokens(block) + _envelope(block, 0)
@@ -268,7 +283,7 @@ class MemorySelector:
         return n + _envelope(block, len(loc[0]))
 
     def _capped(self, block: AnyBlock, n: int) -> int:
-        cap = self.max_block_tokens
+        cap = self._cap
         if cap is not None and n > cap and not isinstance(block, RomBlock):
             return cap
         return n
@@ -302,6 +317,10 @@ class MemorySelector:
         if budget <= 0:
             raise ValueError(f"budget must be positive, got {budget}")
         blocks = blocks if isinstance(blocks, list) else list(blocks)
+        cap = block_cap(budget, self.max_block_tokens)
+        if cap != self._cap:  # a new budget (a ROM edit): estimates made under the old
+            self._cap = cap  # cap are wrong, learn them again
+            self._forget()
         now_s = epoch_seconds(now or self.scorer.now())
         sel = Selection(kept=[], dropped=[], tokens={}, scores={}, budget=budget, used=0)
         lay = self._layout(blocks, now_s, sel)
@@ -341,6 +360,11 @@ class MemorySelector:
         sel.used = used
         lay.outcome = (outcome, sel.kept[first_kept:], sel.dropped[first_dropped:], used)
         return sel
+
+    def _forget(self) -> None:
+        self._facts, self._latest, self._last = {}, {}, None
+        self._files, self._known = {}, {None: 0}
+        self._known_version += 1
 
     def _layout(self, blocks: list[AnyBlock], now_s: float, sel: Selection) -> _Layout:
         """The facts of every block (learning new or changed ones); the expired dropped."""

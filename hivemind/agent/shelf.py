@@ -1,0 +1,104 @@
+"""Which knowledge notes an agent's context may hold.
+
+All the notes it may see, while together they take at most a quarter of its
+context budget: a small knowledge base is always in view, and the same notes
+cycle after cycle keep the cached prefix. Past that share, only the notes whose
+topic or path shares a word with what the agent works on (its tasks and unread
+mail, the scorer's keywords) come in, most words shared first, until the share
+is full; one line tells the model how many others there are and how to find
+them. 3,000 notes no longer fill a 100k context whatever the task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hivemind.memory.blocks import AnyBlock, ContextBlock, KnowledgeBlock, Priority
+from hivemind.memory.relevance import RelevanceScorer
+from hivemind.memory.selector import ENVELOPE_TOKENS, block_cap
+
+KNOWLEDGE_SHARE = 4  # notes take at most 1/4 of the budget
+_CHARS_PER_TOKEN = 4  # a note's size in tokens, before it is read: its bytes / 4
+LEFT_OUT_ID = "context:knowledge"
+
+
+@dataclass
+class _Memo:
+    key: tuple[object, ...]
+    blocks: list[AnyBlock]  # the knowledge blocks in view, input order
+    left_out: int
+
+
+class KnowledgeShelf:
+    """Chooses the knowledge blocks in view for one agent; remembers its last choice."""
+
+    def __init__(self) -> None:
+        self._memo: _Memo | None = None
+        self._line: ContextBlock | None = None  # kept while its text is the same
+
+    def choose(
+        self, blocks: list[AnyBlock], scorer: RelevanceScorer, budget: int
+    ) -> list[AnyBlock]:
+        """`blocks` with the knowledge notes that are not in view left out (the same
+        list when all are), and a line saying how many were."""
+        notes = [b for b in blocks if isinstance(b, KnowledgeBlock)]
+        if not notes:
+            return blocks
+        key = (budget, scorer.generation, *map(id, notes))
+        memo = self._memo
+        if memo is None or memo.key != key:
+            memo = self._memo = self._choose(notes, scorer, budget, key)
+        if not memo.left_out:
+            return blocks
+        inside = set(map(id, memo.blocks))
+        chosen = [b for b in blocks if not isinstance(b, KnowledgeBlock) or id(b) in inside]
+        chosen.append(self._left_out_line(memo.left_out, len(notes)))
+        return chosen
+
+    def _choose(
+        self, notes: list[KnowledgeBlock], scorer: RelevanceScorer, budget: int,
+        key: tuple[object, ...],
+    ) -> _Memo:
+        share = budget // KNOWLEDGE_SHARE
+        cap = block_cap(budget)
+        sizes = [_size(note, cap) for note in notes]
+        if sum(sizes) <= share:
+            return _Memo(key, list(notes), 0)
+        task = scorer.task_keywords
+        shared = [len(task & scorer.words(note)) for note in notes]
+        # Most words shared first; then the smaller note; then by location (stable).
+        order = sorted(
+            (i for i, n in enumerate(shared) if n),
+            key=lambda i: (-shared[i], sizes[i], notes[i].location),
+        )
+        room, inside = share, set()
+        for i in order:
+            if sizes[i] <= room:
+                inside.add(i)
+                room -= sizes[i]
+        kept: list[AnyBlock] = [note for i, note in enumerate(notes) if i in inside]
+        return _Memo(key, kept, len(notes) - len(kept))
+
+    def _left_out_line(self, left_out: int, total: int) -> ContextBlock:
+        text = (
+            f"{left_out} of the {total} notes under knowledge/ are not shown: together "
+            "they are more than a quarter of your context, so only notes whose topic or "
+            "path shares a word with your tasks and unread mail are. search_files or "
+            "list_files on knowledge/ finds the others; read_file shows one."
+        )
+        line = self._line
+        if line is None or line.summary != text:
+            line = self._line = ContextBlock(
+                id=LEFT_OUT_ID, context_type="knowledge_left_out", summary=text,
+                priority=Priority.MEDIUM,
+            )
+        return line
+
+
+def _size(note: KnowledgeBlock, cap: int | None) -> int:
+    """The note's tokens in the context, guessed from its size (it is not read yet)."""
+    size = note.metadata.get("bytes")
+    n = size // _CHARS_PER_TOKEN if isinstance(size, int) else 0
+    if cap is not None:
+        n = min(n, cap)
+    return n + ENVELOPE_TOKENS
