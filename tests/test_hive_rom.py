@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from hivemind.agent.prompt import FixedTokens
 from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentSettings
 from hivemind.hive.rom import RomRegistry
+from hivemind.hive.status import hive_status
 from hivemind.memory.blocks import Priority
+from hivemind.memory.tokens import TokenCounter
+from hivemind.tools import default_registry
 
 
 def write_rom(hive: Hive, name: str, text: str) -> Path:
@@ -141,7 +145,7 @@ def test_agents_and_configs_list_valid_agents(hive: Hive) -> None:
                      "max_context_tokens 3000 less max_output_tokens 4096 leaves -1096 tokens",
                      id="output-over-context"),
         pytest.param("max_context_tokens: 1500\nmax_output_tokens: 1024\n",
-                     "leaves 476 tokens for the prompt", id="no-room-for-a-context"),
+                     "leaves 476 tokens for the context", id="no-room-for-a-context"),
         pytest.param("knowledge: ['does-not-exist/*.md']\n",
                      "knowledge: 'does-not-exist/*.md' matches no note", id="knowledge-glob"),
         pytest.param("watch: ['nomatch/**']\n", "watch: 'nomatch/**' matches no file",
@@ -163,6 +167,22 @@ def test_a_valid_rom_that_cannot_do_what_it_says_runs_with_a_logged_warning(
     [warning] = roms.warnings("ann")
     assert expected in warning
     assert [r.getMessage() for r in caplog.records] == [f"agents/ann/ROM.md: {warning}"]
+
+
+def test_the_room_for_a_context_is_told_net_of_the_prompt_and_tool_definitions(
+    hive: Hive,
+) -> None:
+    """6,000 less 3,000 looks like room, but the preamble and tools take ~2,000 more."""
+    write_rom(hive, "ann", "---\nmax_context_tokens: 6000\nmax_output_tokens: 3000\n---\n")
+    fixed = FixedTokens(default_registry(), TokenCounter())
+    roms = RomRegistry(hive, AgentSettings())
+    roms.fixed_tokens = fixed
+    roms.load("ann")
+
+    [warning] = roms.warnings("ann")
+    assert "and the system prompt and tool definitions (about " in warning
+    assert hive_status(hive, fixed).agents[0].warnings == [warning]
+    assert hive_status(hive).agents[0].warnings == []  # unknown, taken as none
 
 
 def test_globs_that_match_files_and_room_for_a_context_warn_of_nothing(hive: Hive) -> None:

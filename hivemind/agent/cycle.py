@@ -484,7 +484,8 @@ class Agent:
         )
         self.scorer.set_task(focus)
         team = team_text(self.name, p.team)
-        budget = budget or max(1_000, self.budget_for(cfg) - self.s.counter.count(team))
+        budget = budget or max(MIN_CONTEXT_TOKENS,
+                               self.budget_for(cfg) - self.s.counter.count(team))
         recalled = self._recall_memories(cfg, p, focus, budget, touch=not looking)
         blocks = self.shelf.choose(self.working.blocks(), self.scorer, budget)
         selection = self.selector.select(blocks, budget)

@@ -7,7 +7,12 @@ as data inside the JSON context.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+
+from hivemind.hive.models import AgentConfig
+from hivemind.memory.tokens import TokenCounter
+from hivemind.tools.base import ToolRegistry
 
 PREAMBLE = """\
 You are {name}, one agent of a hive: a team of agents that share a folder of files.
@@ -30,6 +35,24 @@ How to work:
   you are woken when new mail or a new task arrives.
 - Be brief; every token is paid for. Stop calling tools when you are done.
 """
+
+
+class FixedTokens:
+    """Tokens every request of an agent carries besides its context: the preamble and
+    the definitions of the tools its ROM allows (counted once per tool list)."""
+
+    def __init__(self, tools: ToolRegistry, counter: TokenCounter) -> None:
+        self.tools = tools
+        self.counter = counter
+        self._memo: dict[tuple[str, ...] | None, int] = {}
+
+    def __call__(self, cfg: AgentConfig) -> int:
+        key = tuple(cfg.tools) if cfg.tools is not None else None
+        n = self._memo.get(key)
+        if n is None:
+            specs = [s.model_dump() for s in self.tools.specs(cfg.tools)]
+            n = self._memo[key] = self.counter.count(PREAMBLE + json.dumps(specs))
+        return n
 
 
 TEAM = "team"

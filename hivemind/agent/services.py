@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hivemind.agent.prompt import PREAMBLE, TEAM
+from hivemind.agent.prompt import TEAM, FixedTokens
 from hivemind.errors import HivemindError
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.knowledge import KnowledgeIndex
@@ -61,7 +60,12 @@ class HiveServices:
     figures: Callable[[], dict[str, Any]] = dict
     task_changed: Callable[[], None] = _noop
     mail_sent: Callable[[list[str]], None] = _noop
-    _fixed: dict[tuple[str, ...] | None, int] = field(default_factory=dict)
+    _fixed: FixedTokens | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._fixed = FixedTokens(self.tools, self.counter)
+        # A ROM whose token settings leave no room once these are counted is told.
+        self.roms.fixed_tokens = self._fixed
 
     @classmethod
     def open(
@@ -106,8 +110,5 @@ class HiveServices:
 
     def fixed_tokens(self, cfg: AgentConfig) -> int:
         """Tokens of what every request carries besides the context: preamble + tools."""
-        key = tuple(cfg.tools) if cfg.tools is not None else None
-        if key not in self._fixed:
-            specs = [s.model_dump() for s in self.tools.specs(cfg.tools)]
-            self._fixed[key] = self.counter.count(PREAMBLE + json.dumps(specs))
-        return self._fixed[key]
+        assert self._fixed is not None  # made by __post_init__
+        return self._fixed(cfg)

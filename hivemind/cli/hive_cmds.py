@@ -323,7 +323,12 @@ def status_command(
 ) -> None:
     """Show agents (and ROM errors), tasks per state, unread mail and rejected files."""
     where = resolve_hive(folder_given(directory, hive))
-    status = hive_status(where)
+    # A ROM's room for a context is told net of the preamble and tool definitions.
+    from hivemind.agent.prompt import FixedTokens
+    from hivemind.memory.tokens import TokenCounter
+    from hivemind.tools import default_registry
+
+    status = hive_status(where, FixedTokens(default_registry(), TokenCounter()))
     if as_json:
         typer.echo(status.model_dump_json(indent=2))
         return

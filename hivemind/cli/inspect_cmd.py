@@ -82,9 +82,10 @@ def register(app: typer.Typer) -> None:
         hive: HiveOption = None,
         budget: Annotated[
             int | None,
-            typer.Option("--budget", min=1, help="Token budget (default: the ROM's "
-                         "max_context_tokens less the output reserve and the tool "
-                         "definitions).", show_default=False),
+            typer.Option("--budget", min=1, help="Token budget for the context (default: "
+                         "the ROM's max_context_tokens less the output reserve, the system "
+                         "prompt with its team list and the tool definitions; at least "
+                         "1,000).", show_default=False),
         ] = None,
         as_json: JsonOption = False,
     ) -> None:

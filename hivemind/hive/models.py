@@ -139,17 +139,21 @@ class AgentConfig(AgentSettings):
             )
         return value
 
-    def budget_warnings(self) -> list[str]:
-        """Token settings that are valid but do not do what they say (the agent runs)."""
-        room = self.max_context_tokens - self.max_output_tokens
+    def budget_warnings(self, fixed: int = 0) -> list[str]:
+        """Token settings that are valid but do not do what they say (the agent runs);
+        `fixed`: the tokens of the preamble and tool definitions, when known."""
+        room = self.max_context_tokens - self.max_output_tokens - fixed
         if room >= MIN_CONTEXT_TOKENS:
             return []
+        less = f"max_output_tokens {self.max_output_tokens}"
+        if fixed:
+            less += f" and the system prompt and tool definitions (about {fixed})"
+        besides = "" if fixed else " (besides the system prompt and tool definitions)"
         return [
-            f"max_context_tokens {self.max_context_tokens} less max_output_tokens "
-            f"{self.max_output_tokens} leaves {room} tokens for the prompt; the context is "
-            f"kept to at least {MIN_CONTEXT_TOKENS:,} tokens (besides the system prompt and "
-            "tool definitions), so requests will be larger than max_context_tokens: raise "
-            "it or lower max_output_tokens"
+            f"max_context_tokens {self.max_context_tokens} less {less} leaves {room} tokens "
+            f"for the context; it is kept to at least {MIN_CONTEXT_TOKENS:,} tokens{besides}, "
+            "so requests will be larger than max_context_tokens: raise it or lower "
+            "max_output_tokens"
         ]
 
     @field_validator("knowledge", "watch")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +54,9 @@ class RomRegistry:
         self.tells_problems = True
         """Log a ROM's new problem (a daemon's worker process leaves it to the lead, which
         reads every ROM too: one warning, not one per process)."""
+        self.fixed_tokens: Callable[[AgentConfig], int] | None = None
+        """Tokens each request carries besides the context (preamble, tool definitions),
+        for the warning that a ROM leaves no room for a context; unknown: 0."""
         self._entries: dict[str, _Entry] = {}
 
     def load(self, name: str) -> AgentConfig:
@@ -104,7 +107,8 @@ class RomRegistry:
 
     def _warn(self, name: str, entry: _Entry, config: AgentConfig) -> None:
         """Note what in a valid ROM does not do what it says; log each new one once."""
-        warnings = config.budget_warnings() + glob_warnings(self.hive, config)
+        fixed = self.fixed_tokens(config) if self.fixed_tokens is not None else 0
+        warnings = config.budget_warnings(fixed) + glob_warnings(self.hive, config)
         if self.tells_problems:
             shown = self.hive.relative(self.hive.rom_path(name))
             for warning in warnings:
@@ -186,9 +190,10 @@ def glob_warnings(hive: Hive, config: AgentConfig) -> list[str]:
                            "agent gets none from it)")
     for glob in config.watch:
         base = glob_root(glob)
-        if base.split("/", 1)[0] in _NOT_WATCHED or not any(
-            glob_match(glob, rel) for rel in _files(hive.root / base, base)
-        ):
+        if base.split("/", 1)[0] in _NOT_WATCHED:
+            out.append(f"watch: {glob!r} is under {base.split('/', 1)[0]}/, which watch "
+                       "never shows (mail and tasks reach the agent by themselves)")
+        elif not any(glob_match(glob, rel) for rel in _files(hive.root / base, base)):
             out.append(f"watch: {glob!r} matches no file of the hive (yet)")
     return out
 

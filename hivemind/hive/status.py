@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -15,7 +16,7 @@ from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.leftovers import pid_alive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.models import AgentSettings, TaskState
+from hivemind.hive.models import AgentConfig, AgentSettings, TaskState
 from hivemind.hive.quarantine import rejected
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.tasks import TaskBoard
@@ -91,14 +92,18 @@ def _daemon(hive: Hive) -> Any:
     return data
 
 
-def hive_status(hive: Hive) -> HiveStatus:
-    """Agents (config ok or the error), tasks per state, unread mail, rejected files."""
+def hive_status(
+    hive: Hive, fixed_tokens: Callable[[AgentConfig], int] | None = None
+) -> HiveStatus:
+    """Agents (config ok or the error), tasks per state, unread mail, rejected files.
+    `fixed_tokens`: what each request carries besides the context (for ROM warnings)."""
     config_error = None
     try:
         defaults = load_hive_config(hive).agents
     except ConfigError as exc:
         config_error, defaults = str(exc), AgentSettings()
     roms = RomRegistry(hive, defaults)
+    roms.fixed_tokens = fixed_tokens
     board = TaskBoard(hive)
     load = board.load()
     names = roms.agents()

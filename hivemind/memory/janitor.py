@@ -1,7 +1,8 @@
 """The MemoryJanitor: removes blocks that no longer earn their place in working memory.
 
 It sweeps after each cycle that ran, so a block marked for going (a FILE block whose
-file perception found gone) has been in that cycle's context once.
+file perception found gone) was offered to that cycle's context once (the selector
+may still have left it out for the budget).
 """
 
 from __future__ import annotations
