@@ -15,13 +15,14 @@ import pytest
 
 from hivemind.agent.cycle import FINISHED_KEPT, Agent
 from hivemind.agent.perceive import READ_MAIL_KEPT, matches_any, watched_files
-from hivemind.agent.services import HiveServices
+from hivemind.agent.services import HISTORY_KEPT, HiveServices
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.models import AgentConfig
 from hivemind.hive.tasks import TaskBoard, TaskRef
 from hivemind.llm.base import ToolCall
-from hivemind.memory.blocks import BlockType, FileBlock, utcnow
+from hivemind.memory.blocks import BlockType, ContextBlock, FileBlock, HistoryBlock, utcnow
+from hivemind.memory.earlier import EARLIER_ID, FIRST_KEPT, LINES_KEPT, fold
 from hivemind.memory.janitor import MemoryJanitor
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.tools import default_registry
@@ -367,3 +368,58 @@ async def test_the_finished_summary_grows_at_its_end_and_is_cut_by_half_at_once(
     assert cut == [f"- q{n:02d}: done — r{n}"
                    for n in range(FINISHED_KEPT + 1 - FINISHED_KEPT // 2, FINISHED_KEPT + 1)]
     assert grown == [*cut, f"- q{FINISHED_KEPT + 1:02d}: done — r{FINISHED_KEPT + 1}"]
+
+
+# -- a long task's early steps ---------------------------------------------------------
+
+
+async def test_a_long_tasks_first_steps_stay_in_view_after_the_janitor_lets_them_go(
+    hive: Hive, api: FakeAnthropic
+) -> None:
+    life = Life(hive, api)
+    for n in range(40):
+        (hive.workspace_dir / f"mod{n:02d}.md").write_text(f"module {n}\n")
+    life.task("t1", "Plan and build the service.")
+    life.mail("go")
+    await life.cycle([life.call("send_message", to=HUMAN, subject="plan",
+                                body="I will use postgres 16 (DECISION-XYZ)")])
+    for n in range(HISTORY_KEPT + 10):  # one step a cycle: the first ones are long gone
+        life.mail(f"step {n}")
+        await life.cycle([life.call("read_file", path=f"workspace/mod{n:02d}.md")])
+    life.mail("re: plan", "Why did you pick that database again?")
+
+    seen = await life.cycle()
+
+    history = " ".join(e["content"] for e in seen if e["metadata"]["type"] == "history")
+    assert "DECISION-XYZ" not in history  # its HISTORY block went long ago...
+    earlier = entry(seen, EARLIER_ID)["content"].splitlines()
+    assert "DECISION-XYZ" in earlier[1] and earlier[1].startswith("- [t1] send_message: ")
+    assert len(earlier) <= 1 + LINES_KEPT + 1  # heading, lines, the marker
+
+    life.mail("done?")
+    await life.cycle([life.call("complete_task", task_id="t1", result="built")])
+    life.mail("thanks")
+    after = await life.cycle()
+    assert EARLIER_ID not in [e["id"] for e in after]  # ended with its task
+
+
+def test_earlier_steps_keep_the_first_and_the_newest_and_count_those_between() -> None:
+    manager = WorkingMemoryManager()
+    start = utcnow()
+    steps = [HistoryBlock(action="read_file", detail=f"step {n}", timestamp=start
+                          + timedelta(seconds=n), metadata={"task_ids": ["t1"]})
+             for n in range(60)]
+    for step in steps:  # one at a time, as the janitor lets them go
+        fold(manager, [step])
+
+    block = manager.get(EARLIER_ID)
+    assert isinstance(block, ContextBlock)
+    lines = block.summary.splitlines()[1:]
+    assert lines[:FIRST_KEPT] == [f"- [t1] read_file: step {n}" for n in range(FIRST_KEPT)]
+    assert lines[-1] == "- [t1] read_file: step 59"
+    assert len(lines) <= LINES_KEPT + 1
+    [marker] = [ln for ln in lines if "more steps" in ln]
+    shown = len(lines) - 1
+    assert marker == f"- [… {60 - shown} more steps …]"
+    fold(manager, [HistoryBlock(action="said", detail="hi", metadata={"task_ids": []})])
+    assert manager.get(EARLIER_ID) is block  # a step for no task is not kept

@@ -50,6 +50,7 @@ from hivemind.llm.pricing import estimate_cost
 from hivemind.ltm.records import recall_audit
 from hivemind.memory.blocks import BlockType, ContextBlock, HistoryBlock, Priority
 from hivemind.memory.builder import BuiltContext
+from hivemind.memory.earlier import forget_tasks
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.memory.relevance import RelevanceScorer
 from hivemind.memory.selector import MemorySelector, Selection
@@ -571,6 +572,7 @@ class Agent:
             ids = block.metadata.get("task_ids") or []
             if ids and all(t in finished for t in ids):
                 self.working.remove(block.id)
+        forget_tasks(self.working, set(finished))
         said = {  # complete_task's result, fail_task's reason
             c["input"].get("task_id"): c["input"].get("result") or c["input"].get("reason")
             for c in calls if c["name"] in ("complete_task", "fail_task") and not c["error"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hivemind.memory.blocks import AnyBlock, BlockType, FileBlock, Priority, utcnow
+from hivemind.memory.blocks import AnyBlock, BlockType, FileBlock, HistoryBlock, Priority, utcnow
+from hivemind.memory.earlier import fold
 from hivemind.memory.manager import WorkingMemoryManager
 
 LOW_CONFIDENCE = 0.1
@@ -45,9 +46,13 @@ class MemoryJanitor:
         now = now or utcnow()
         if now.tzinfo is None:
             now = now.replace(tzinfo=UTC)
-        removed = [b.id for b in manager.blocks() if self.reason(b, now) is not None]
+        gone = [b for b in manager.blocks() if self.reason(b, now) is not None]
+        removed = [b.id for b in gone]
         for bid in removed:
             manager.remove(bid)
+        # Steps of tasks still held become lines of the earlier-steps block, not nothing
+        # (a finished task's steps were compacted by the cycle before this sweep).
+        old_steps = [b for b in gone if isinstance(b, HistoryBlock) and not b.is_expired(now)]
         # FIFO: the oldest history goes first; CRITICAL history is pinned on purpose.
         history = sorted(
             (b for b in manager.by_type(BlockType.HISTORY) if b.priority is not Priority.CRITICAL),
@@ -58,4 +63,7 @@ class MemoryJanitor:
         for b in history[: max(0, excess)]:
             manager.remove(b.id)
             removed.append(b.id)
+            if isinstance(b, HistoryBlock):
+                old_steps.append(b)
+        fold(manager, old_steps)
         return removed
