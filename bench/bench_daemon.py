@@ -124,6 +124,7 @@ def _summarise(rounds: list[dict[str, Any]]) -> list[str]:
         f"{statistics.median(statistics.median(r['overhead']) for r in rounds):.2f}",
         f"{pct(overhead, 0.99):.2f}",
         f"{statistics.median(statistics.median(r['tools']) for r in rounds):.2f}",
+        f"{statistics.median(statistics.median(r['per_cycle']) for r in rounds):.0f}",
         f"{statistics.median(reuse):.0%}" if reuse else "n/a",
         f"{statistics.median(r['seconds'] for r in rounds):.2f}",
         ", ".join(sorted({r["reason"] for r in rounds})),
@@ -193,6 +194,7 @@ def main() -> None:
                 "cycles": len(reports), "seconds": seconds, "reason": daemon.exit_reason,
                 "overhead": [r.overhead_ms for r in solo_reports],
                 "tools": [r.tools_ms for r in solo_reports],
+                "per_cycle": [r.tasks_done + r.tasks_failed for r in solo_reports],
                 "reuse": [r.prefix_reuse for r in reports if r.prefix_reuse is not None],
             })
     results = [_summarise(runs[setup]) for setup in setups]
@@ -205,6 +207,7 @@ def main() -> None:
         ("cycle overhead median (ms, 1 agent)", "≤ 5"),
         ("cycle overhead p99 (ms, 1 agent)", ""),
         ("  of which the tool calls' file work, median (ms)", ""),
+        ("  tasks finished in one such cycle, median", ""),
         ("cacheable prefix share (median)", "≥ 80 %"),
         ("wall time (s)", ""),
         ("stopped because", "idle"),

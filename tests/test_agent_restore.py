@@ -5,14 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
+import pytest
+
+from hivemind.agent.audit import AuditLog
+from hivemind.agent.cycle import Agent
 from hivemind.agent.inspect import inspect_agent
+from hivemind.agent.restore import HISTORY_MAX_AGE, restore_history
+from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
+from hivemind.llm.offline import OfflineProvider
+from hivemind.memory.blocks import BlockType, HistoryBlock, utcnow
+from hivemind.memory.manager import WorkingMemoryManager
 from tests.fake_anthropic import FakeAnthropic
-from tests.helpers import run_until_idle, write_agent, write_task
+from tests.helpers import fast_config, run_until_idle, write_agent, write_task
 from tests.scripted_model import provider, scripted, tool_use
+from tests.test_agent_memory_life import AGENT, Life
 
 DECISION = "DECISION: we use postgres 16 for the ledger"
 
@@ -58,3 +70,141 @@ def test_inspect_shows_the_steps_a_restarted_agent_would_see(hive: Hive) -> None
     kept = [row["id"] for row in report["blocks"] if row["kept"]]
     assert any(":write_file" in block_id for block_id in kept)
     assert any(":send_message" in block_id for block_id in kept)
+
+
+# -- what comes back is what a live agent still holds -----------------------------
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+def history(working: WorkingMemoryManager) -> list[HistoryBlock]:
+    return [b for b in working.by_type(BlockType.HISTORY) if isinstance(b, HistoryBlock)]
+
+
+def restarted(hive: Hive) -> Agent:
+    """The agent of a new process, its memory recovered from the audit log."""
+    agent = Agent(AGENT, HiveServices.open(hive, OfflineProvider(), fast_config(hive)))
+    agent.recover()
+    return agent
+
+
+async def test_steps_of_a_task_finished_beside_a_held_one_do_not_come_back(
+    hive: Hive, api: FakeAnthropic
+) -> None:
+    """They came back filed under the task still held: cut to the held tasks first, a
+    call for the finished one named none of them and fell back to "every task"."""
+    life = Life(hive, api)
+    life.task("t1")
+    life.task("t2")
+    life.mail("go")
+    await life.cycle([
+        life.call("write_file", path="workspace/t1-out.md", content="answer for t1"),
+        life.call("complete_task", task_id="t1", result="answer for t1"),
+    ])
+    assert [b.action for b in history(life.agent.working)] == ["said"]
+
+    restored = history(restarted(hive).working)
+
+    assert [(b.action, b.metadata["task_ids"]) for b in restored] == [("said", ["t2"])]
+
+
+async def test_a_failed_attempt_does_not_come_back_when_the_task_is_taken_again(
+    hive: Hive, api: FakeAnthropic
+) -> None:
+    life = Life(hive, api)
+    write_task(hive, "t1", "Do it.", front="max_attempts: 3\n")
+    board = life.services.board
+    assert board.claim(next(r for r in board.scan_pending() if r.path.stem == "t1"), AGENT)
+    life.mail("go")
+    await life.cycle([
+        life.call("write_file", path="workspace/t1-try1.md", content="wrong approach"),
+        life.call("fail_task", task_id="t1", reason="wrong approach, retry"),
+    ])
+    assert board.claim(next(r for r in board.scan_pending() if r.task.id == "t1"), AGENT)
+
+    restored = history(restarted(hive).working)
+
+    assert not any("try1" in b.detail for b in restored), [b.detail for b in restored]
+    assert history(life.agent.working) == []  # the live agent holds none either
+
+
+async def test_steps_the_janitor_would_have_swept_do_not_come_back(
+    hive: Hive, api: FakeAnthropic
+) -> None:
+    life = Life(hive, api)
+    life.task("t1")
+    life.mail("go")
+    await life.cycle([life.call("write_file", path="workspace/t1-notes.md", content="x")])
+    path = hive.audit_path(AGENT)
+    long_ago = (utcnow() - HISTORY_MAX_AGE - timedelta(minutes=5)).isoformat()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**rec, "at": long_ago}) + "\n" for rec in lines))
+
+    assert history(restarted(hive).working) == []
+
+
+async def test_a_restored_step_keeps_the_time_it_was_taken(
+    hive: Hive, api: FakeAnthropic
+) -> None:
+    """It was stamped with the restart's time: the janitor kept it an hour more."""
+    life = Life(hive, api)
+    life.task("t1")
+    life.mail("go")
+    await life.cycle([life.call("write_file", path="workspace/t1-notes.md", content="x")])
+    path = hive.audit_path(AGENT)
+    earlier = utcnow() - timedelta(minutes=50)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**rec, "at": earlier.isoformat()}) + "\n"
+                            for rec in lines))
+
+    restored = history(restarted(hive).working)
+
+    assert [b.action for b in restored] == ["write_file", "said"]
+    assert {b.timestamp for b in restored} == {earlier}
+
+
+def cycle_record(log: AuditLog, n: int, tasks: list[str], path: str,
+                 ended: tuple[str, ...] = ()) -> None:
+    log.write("cycle", cycle=n, tasks=tasks, text="",
+              tool_calls=[{"name": "write_file", "input": {"path": path},
+                           "result": "written", "error": False}],
+              effects={"tasks_completed": list(ended), "tasks_failed": []})
+
+
+def test_a_long_log_keeps_the_steps_of_a_held_task_behind_those_of_one_that_ended(
+    hive: Hive,
+) -> None:
+    """Bounding the memory of a long read must not lose the held task's older steps
+    to a burst of newer steps of a task that ends after them."""
+    log = AuditLog(hive.audit_path(AGENT), fsync=False)
+    for n in range(5):
+        cycle_record(log, n, ["t1", "t2"], f"workspace/t1/step{n}.md")
+    for n in range(5, 200):
+        cycle_record(log, n, ["t1", "t2"], f"workspace/t2/step{n}.md")
+    cycle_record(log, 200, ["t1", "t2"], "workspace/t2/last.md", ended=("t2",))
+    working = WorkingMemoryManager()
+
+    # t2 failed there and was taken up again: its steps before are gone, t1's are not
+    assert restore_history(log, ["t1", "t2"], working, limit=3) == 3
+
+    assert [b.detail for b in history(working)] == [
+        json.dumps({"path": f"workspace/t1/step{n}.md"}) for n in (2, 3, 4)
+    ]
+
+
+def test_a_record_whose_time_is_unreadable_is_not_restored(hive: Hive) -> None:
+    log = AuditLog(hive.audit_path(AGENT), fsync=False)
+    cycle_record(log, 1, ["t1"], "workspace/t1-a.md")
+    path = hive.audit_path(AGENT)
+    rec = json.loads(path.read_text())
+    path.write_text(json.dumps({**rec, "at": "yesterday"}) + "\n")
+    cycle_record(log, 2, ["t1"], "workspace/t1-b.md")
+    working = WorkingMemoryManager()
+
+    restore_history(log, ["t1"], working, limit=10, now=utcnow())
+
+    assert [b.metadata["cycle"] for b in history(working)] == [2]

@@ -7,9 +7,11 @@ bits then mean for it what they mean for any user.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import stat
 import tempfile
 import traceback
@@ -21,6 +23,9 @@ from typer.testing import CliRunner
 
 from hivemind.cli.app import app
 from hivemind.hive.layout import Hive
+from hivemind.ltm.schema import SCHEMA_VERSION
+from tests.helpers import write_agent
+from tests.test_ltm_sqlite import old_database
 
 runner = CliRunner()
 AS_ROOT = os.geteuid() == 0
@@ -275,3 +280,57 @@ def test_reading_commands_make_no_store_and_leave_one_as_it_was(
     assert sorted(p.name for p in hive.memory_db.parent.iterdir()) == files
     assert hive.memory_db.read_bytes() == data
     assert stat.S_IMODE(hive.memory_db.stat().st_mode) == mode
+
+
+# A store an older hivemind left: a look neither upgrades it nor fails on it.
+
+
+def md5_and_version(db: Path) -> tuple[str, int]:
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    conn.close()
+    return hashlib.md5(db.read_bytes()).hexdigest(), version
+
+
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION), ids=lambda v: f"v{v}")
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["memory", "stats", "--json"], id="memory-stats"),
+        pytest.param(["memory", "search", "cache", "--json"], id="memory-search"),
+        pytest.param(["memory", "export"], id="memory-export"),
+        pytest.param(["inspect", "worker", "--json"], id="inspect"),
+    ],
+)
+def test_a_look_at_an_older_store_reads_it_and_changes_nothing(
+    hive: Hive, version: int, command: list[str]
+) -> None:
+    """`memory stats` and `inspect` upgraded a v2 store to v3 (its md5 changed too)."""
+    write_agent(hive, "worker")
+    old_database(hive.memory_db, version)
+    files = sorted(p.name for p in hive.memory_db.parent.iterdir())
+    before = md5_and_version(hive.memory_db)
+
+    code, out, err = invoke(*command, "--hive", str(hive.root))
+
+    assert (code, err) == (0, "")
+    assert md5_and_version(hive.memory_db) == before == (before[0], version)
+    assert sorted(p.name for p in hive.memory_db.parent.iterdir()) == files
+    if command[:2] == ["memory", "stats"]:
+        assert json.loads(out)["total"] == 1
+    elif command[0] == "memory":
+        assert "old-1" in out
+
+
+def test_an_older_store_its_user_cannot_write_is_read(base: Path) -> None:
+    """It was refused: "needs an upgrade, and the store cannot be written"."""
+    hive = Hive(base / "hive").ensure()
+    old_database(hive.memory_db, SCHEMA_VERSION - 1)
+    owned(hive.root)
+    read_only_file(hive)
+
+    code, out, err = invoke_as_owner("memory", "search", "cache", "--json",
+                                     "--hive", str(hive.root))
+
+    assert (code, err) == (0, "")
+    assert [m["id"] for m in json.loads(out)] == ["old-1"]

@@ -107,3 +107,41 @@ def test_a_transaction_commits_its_writes_once_or_not_at_all(tmp_path: Path) -> 
         raise RuntimeError("crash inside")
     assert store.get("c") is None and store.count({}) == 2
     store.close()
+
+
+@pytest.mark.parametrize("wal", [False, True], ids=["rollback-journal", "wal"])
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION), ids=lambda v: f"v{v}")
+def test_reading_an_older_schema_reads_it_all_and_leaves_the_file_as_it_was(
+    tmp_path: Path, version: int, wal: bool
+) -> None:
+    """A read-only open migrated the file: a look from a newer hivemind upgraded the
+    store under an older daemon, which then refused it as too new."""
+    db = tmp_path / "m.db"
+    old_database(db, version)
+    if wal:
+        sqlite3.connect(db).execute("PRAGMA journal_mode = WAL").connection.close()
+    data, files = db.read_bytes(), sorted(p.name for p in tmp_path.iterdir())
+
+    store = SQLiteBackend(db, read_only=True)
+    assert store.migrated_from == version
+    old = store.get("old-1")
+    assert old is not None and old.tags == ["infra"] and old.status.value == "active"
+    assert [r.id for r, _ in store.search(["infra"])] == ["old-1"]
+    with pytest.raises(StoreError):
+        store.add(rec("new-1", "never written"))
+    store.close()
+
+    assert db.read_bytes() == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == files
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == version
+    conn.close()
+
+
+def test_a_read_only_open_of_the_current_schema_cannot_write(tmp_path: Path) -> None:
+    SQLiteBackend(tmp_path / "m.db").close()
+    store = SQLiteBackend(tmp_path / "m.db", read_only=True)
+    with pytest.raises(StoreError):
+        store.add(rec("new-1", "never written"))
+    assert store.count({}) == 0
+    store.close()

@@ -192,7 +192,8 @@ class Agent:
         """The steps taken for the tasks it still holds, back in working memory from the
         audit log (after a restart, or for a look from another process); how many."""
         held = [ref.task.id for ref in self.s.board.active(self.name)]
-        return restore_history(self.audit, held, self.working, HISTORY_KEPT)
+        return restore_history(self.audit, held, self.working, HISTORY_KEPT,
+                               max_age=self.s.janitor.history_max_age)
 
     # -- configuration -------------------------------------------------------
     def config(self) -> AgentConfig | None:

@@ -3,61 +3,135 @@
 Working memory lives in the process; the audit log outlives it. For the tasks an
 agent still holds, the steps it took (its tool calls and what it said, with their
 results as the log kept them) come back as HISTORY blocks, the newest `limit` of them,
-so after a restart the model does not start those tasks over blind.
+so after a restart the model does not start those tasks over blind. What comes back is
+what a live agent would still hold: no step of a task that ended (even one taken up
+again since), none older than the janitor lets history get, each with its own time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.toolrun import short
-from hivemind.memory.blocks import HistoryBlock, Priority
+from hivemind.memory.blocks import HistoryBlock, Priority, utcnow
+from hivemind.memory.janitor import HISTORY_MAX_AGE
 from hivemind.memory.manager import WorkingMemoryManager
 
 
-def _steps(audit: AuditLog, held: set[str]) -> Iterable[HistoryBlock]:
-    """The steps of the cycles that worked on a task of `held`, oldest first."""
+@dataclass
+class _Step:
+    """A step read back from the log, and the held tasks it is still filed under."""
+
+    action: str
+    detail: str
+    result: str | None
+    at: datetime
+    cycle: Any
+    task_ids: list[str]
+
+    def block(self) -> HistoryBlock:
+        """The step as the cycle recorded it in working memory, marked restored."""
+        return HistoryBlock(
+            action=self.action, detail=self.detail, result=self.result,
+            priority=Priority.MEDIUM, timestamp=self.at,
+            metadata={"task_ids": self.task_ids, "cycle": self.cycle, "restored": True},
+        )
+
+
+def _record_time(rec: Mapping[str, Any]) -> datetime | None:
+    """When the record was written (UTC); None if its `at` is not a time."""
+    try:
+        at = datetime.fromisoformat(str(rec.get("at")))
+    except ValueError:
+        return None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _record_steps(rec: Mapping[str, Any], at: datetime, held: set[str]) -> Iterator[_Step]:
+    """The steps of one cycle record that concern a task of `held`, as the cycle filed
+    them: each call under the tasks `concerned_tasks` finds among all the cycle's tasks
+    (not only those still held: a call for a task that ended since must not fall back
+    to "every task"), what the model said under all of them."""
+    tasks = [t for t in rec.get("tasks") or [] if isinstance(t, str)]
+    cycle = rec.get("cycle")
+    for call in rec.get("tool_calls") or []:
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            continue
+        given = call.get("input")
+        args: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        ids = [t for t in concerned_tasks(args, tasks) if t in held]
+        if ids:
+            result = ("error: " if call.get("error") else "") + short(
+                str(call.get("result", "")), 200)
+            yield _Step(call["name"], short(given, 200), result, at, cycle, ids)
+    text = rec.get("text")
+    ids = [t for t in tasks if t in held]
+    if isinstance(text, str) and text and ids:
+        yield _Step("said", short(text, 500), None, at, cycle, ids)
+
+
+def _ended(rec: Mapping[str, Any]) -> set[str]:
+    """The tasks the cycle of `rec` completed or failed."""
+    effects = rec.get("effects")
+    if not isinstance(effects, Mapping):
+        return set()
+    return {t for key in ("tasks_completed", "tasks_failed")
+            for t in effects.get(key) or [] if isinstance(t, str)}
+
+
+def _newest(steps: list[_Step], limit: int) -> list[_Step]:
+    """`steps` less those that can never be among the newest `limit` restored: a step
+    whose every task has `limit` newer steps kept (an end that takes the task off those
+    newer steps takes it off this one too)."""
+    counts: dict[str, int] = {}
+    kept: list[_Step] = []
+    for step in reversed(steps):
+        if any(counts.get(t, 0) < limit for t in step.task_ids):
+            kept.append(step)
+            for t in step.task_ids:
+                counts[t] = counts.get(t, 0) + 1
+    return kept[::-1]
+
+
+def _steps(audit: AuditLog, held: set[str], since: datetime, limit: int) -> list[HistoryBlock]:
+    """The newest `limit` steps, oldest first, still filed under a task of `held` that
+    were taken after `since`. As the live cycle does (`Agent._compact_history`), a
+    task's steps go when a cycle completes or fails it, so a task failed, retried and
+    taken again starts with none of its failed attempt's."""
+    steps: list[_Step] = []
+    bound = 4 * limit
     for rec in audit.records():
         if rec.get("event") != "cycle":
             continue
-        tasks = [t for t in rec.get("tasks") or [] if isinstance(t, str) and t in held]
-        if not tasks:
-            continue
-        meta: dict[str, Any] = {"cycle": rec.get("cycle"), "restored": True}
-        for call in rec.get("tool_calls") or []:
-            if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
-                continue
-            given = call.get("input")
-            args: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-            result = str(call.get("result", ""))
-            yield HistoryBlock(
-                action=call["name"],
-                detail=short(given, 200),
-                result=("error: " if call.get("error") else "") + short(result, 200),
-                priority=Priority.MEDIUM,
-                metadata={**meta, "task_ids": concerned_tasks(args, tasks)},
-            )
-        text = rec.get("text")
-        if isinstance(text, str) and text:
-            yield HistoryBlock(action="said", detail=short(text, 500), priority=Priority.MEDIUM,
-                               metadata={**meta, "task_ids": tasks})
+        at = _record_time(rec)
+        if at is not None and at >= since:
+            steps.extend(_record_steps(rec, at, held))
+        ended = _ended(rec) & held
+        if ended:
+            for step in steps:
+                step.task_ids = [t for t in step.task_ids if t not in ended]
+            steps = [s for s in steps if s.task_ids]
+        if len(steps) > bound:  # a long log: keep the memory bounded
+            steps = _newest(steps, limit)
+            bound = max(bound, 2 * len(steps))
+    return [step.block() for step in steps[-limit:]]
 
 
 def restore_history(
-    audit: AuditLog, held: Iterable[str], working: WorkingMemoryManager, limit: int
+    audit: AuditLog, held: Iterable[str], working: WorkingMemoryManager, limit: int,
+    max_age: timedelta = HISTORY_MAX_AGE, now: datetime | None = None,
 ) -> int:
-    """Add the newest `limit` steps taken for the tasks of `held` to `working`; how many."""
+    """Add the newest `limit` steps taken for the tasks of `held` in the last `max_age`
+    to `working`, each with the time of its record; how many."""
     wanted = set(held)
     if not wanted or limit <= 0:
         return 0
-    steps: list[HistoryBlock] = []
-    for block in _steps(audit, wanted):
-        steps.append(block)
-        if len(steps) > 2 * limit:
-            del steps[:-limit]  # a long log: keep the memory bounded
-    for block in steps[-limit:]:
+    steps = _steps(audit, wanted, (now or utcnow()) - max_age, limit)
+    for block in steps:
         working.add(block)
-    return len(steps[-limit:])
+    return len(steps)

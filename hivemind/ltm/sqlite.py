@@ -76,8 +76,11 @@ class SQLiteBackend:
     """Memories in an SQLite database file (created, or migrated, on open)."""
 
     def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
-        """`read_only`: never write (`hivemind memory search` and the like); an existing
-        store is then opened even where its file or folder cannot be written."""
+        """`read_only`: never write (`hivemind memory search`, `inspect`); an existing
+        store is then opened even where its file or folder cannot be written, and one
+        of an older schema is read as it is now, from an upgraded private copy: the
+        file keeps its version (an older daemon may be using it) until a writer (the
+        daemon on its next start) upgrades it."""
         self.path = Path(path)
         self._lock = threading.RLock()
         self._writes = 0
@@ -87,26 +90,23 @@ class SQLiteBackend:
         self._meta_too_big = False
         try:
             if read_only:
-                self._conn, writable = _open_for_reading(self.path)
+                self._conn = _open_for_reading(self.path)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._conn, writable = _connect(str(self.path)), True
+                self._conn = _connect(str(self.path))
                 self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._conn.execute("PRAGMA temp_store = MEMORY")
-            self._conn.execute("PRAGMA cache_size = -65536")  # 64 MiB of pages
             found = schema_version(self._conn)
             if found > SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path}: memory schema version {found} is newer than this "
                     f"hivemind understands ({SCHEMA_VERSION}); upgrade hivemind"
                 )
-            if not writable and found < SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path}: memory schema version {found} needs an upgrade to "
-                    f"{SCHEMA_VERSION}, and the store cannot be written (read-only)"
-                )
-            self.migrated_from = migrate(self._conn) if writable else found
+            if read_only and found < SCHEMA_VERSION:
+                self._conn = _upgraded_copy(self._conn)
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA temp_store = MEMORY")
+            self._conn.execute("PRAGMA cache_size = -65536")  # 64 MiB of pages
+            self.migrated_from = found if read_only else migrate(self._conn)
             if read_only:
                 self._conn.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
@@ -498,8 +498,8 @@ def _connect(target: str, uri: bool = False) -> sqlite3.Connection:
     )
 
 
-def _open_for_reading(path: Path) -> tuple[sqlite3.Connection, bool]:
-    """A connection to the existing store at `path`, and whether it can write.
+def _open_for_reading(path: Path) -> sqlite3.Connection:
+    """A connection to the existing store at `path`, for reading only.
 
     The usual connection where the file and its folder can be written: on close it
     checkpoints and removes the -wal and -shm files, which a read-only one leaves
@@ -515,10 +515,26 @@ def _open_for_reading(path: Path) -> tuple[sqlite3.Connection, bool]:
         conn = _connect(f"{uri}?mode={mode}", uri=True)
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file
-            return conn, mode == "rw"
+            return conn
         except sqlite3.Error:
             conn.close()
-    return _connect(f"{uri}?mode=ro&immutable=1", uri=True), False
+    return _connect(f"{uri}?mode=ro&immutable=1", uri=True)
+
+
+def _upgraded_copy(source: sqlite3.Connection) -> sqlite3.Connection:
+    """A private temporary database (SQLite deletes it on close) holding what `source`
+    reads, migrated to the current schema; `source` is closed. A look at a store of an
+    older schema reads all of it and writes nothing to the store's file."""
+    copy = _connect("")
+    try:
+        source.backup(copy)  # one step: a consistent snapshot, whoever writes meanwhile
+        migrate(copy)
+    except BaseException:
+        copy.close()
+        raise
+    finally:
+        source.close()
+    return copy
 
 
 # -- rows <-> records ----------------------------------------------------------

@@ -14,13 +14,17 @@ from hivemind.memory.earlier import fold
 from hivemind.memory.manager import WorkingMemoryManager
 
 LOW_CONFIDENCE = 0.1
+HISTORY_MAX_AGE = timedelta(hours=1)
+"""History older than this goes (a step of a task still held: to the earlier steps)."""
 
 
 class MemoryJanitor:
     """Sweeps expired blocks, FILE blocks whose file is gone, doubtful LOW blocks, old
     history and history past its capacity."""
 
-    def __init__(self, history_max_age: float = 3600.0, history_capacity: int = 50) -> None:
+    def __init__(
+        self, history_max_age: float = HISTORY_MAX_AGE.total_seconds(), history_capacity: int = 50
+    ) -> None:
         if history_capacity < 0:
             raise ValueError(f"history_capacity must be >= 0, got {history_capacity}")
         self.history_max_age = timedelta(seconds=history_max_age)
