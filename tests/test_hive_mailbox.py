@@ -14,7 +14,7 @@ import pytest
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.errors import UnknownAgentError
 from hivemind.hive.layout import HUMAN, Hive
-from hivemind.hive.mailbox import Mailbox, PostOffice, new_message_id
+from hivemind.hive.mailbox import Mailbox, MailItem, PostOffice, new_message_id
 from hivemind.hive.models import Message
 from tests.helpers import CountingProvider, fast_config, until, write_agent
 
@@ -262,6 +262,83 @@ def test_marking_read_never_replaces_a_message_already_in_cur(hive: Hive) -> Non
     assert read_one(after_restart) == ("note", "SECOND")
     assert sorted(os.listdir(box.cur_dir)) == ["note-1.md", "note.md"]
     assert bodies_in_cur(box) == ["FIRST", "SECOND"]
+
+
+def test_a_longest_name_taken_in_cur_is_marked_read_under_a_shorter_one(hive: Hive) -> None:
+    """`-1` on a 255-byte name is past what a file name holds: mark_read raised, and the
+    message was read again every cycle."""
+    name = "m" * 252 + ".md"
+    write_by_hand(Mailbox(hive, "bob").ensure(), name, "FIRST")
+    read_one(Mailbox(hive, "bob"))
+    box = Mailbox(hive, "bob")
+    write_by_hand(box, name, "SECOND")
+
+    read_one(box)
+
+    assert sorted(os.listdir(box.cur_dir)) == ["m" * 250 + "-1.md", name]
+    assert bodies_in_cur(box) == ["FIRST", "SECOND"]
+
+
+@pytest.mark.parametrize(
+    ("front", "by_inode"),
+    [("id: mine\n", True), ("", True), ("id: mine\n", False)],
+    ids=["with-id", "raw-name-id", "by-message-id"],
+)
+def test_mail_marked_read_by_another_mailbox_is_found_where_it_went(
+    hive: Hive, front: str, by_inode: bool
+) -> None:
+    """cur/note.md holds another message: the one read went to note-1.md, and the item
+    must say so (it was made to point at note.md, the other message)."""
+    box = Mailbox(hive, "bob").ensure()
+    (box.cur_dir / "note.md").write_text("---\nid: other\nfrom: human\n---\nOTHER\n")
+    write_by_hand(box, "note.md", "MINE", front=front)
+    [item] = box.unread()
+    if not by_inode:
+        item = MailItem(item.message, item.path)  # made by a caller, not listed
+    elsewhere = Mailbox(hive, "bob")
+    elsewhere.mark_read(elsewhere.unread()[0])
+
+    assert box.mark_read(item) == box.cur_dir / "note-1.md"
+    assert item.path == box.cur_dir / "note-1.md" and item.read
+    assert item.path.read_text().endswith("MINE\n")
+
+
+def test_a_message_that_cannot_be_marked_read_is_logged_and_the_others_still_are(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cycle marks its mail read one by one: one error ended the loop, and the rest
+    were read again next cycle."""
+    box = Mailbox(hive, "bob").ensure()
+    write_by_hand(box, "a.md", "GONE")
+    write_by_hand(box, "b.md", "KEPT")
+    gone, kept = box.unread()
+    gone.path.unlink()  # removed by hand after it was read
+
+    for item in (gone, kept):
+        box.mark_read(item)
+
+    assert (gone.read, kept.read) == (False, True)
+    assert os.listdir(box.cur_dir) == ["b.md"]
+    [line] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert line == "mailboxes/bob/new/a.md: not marked read: it is no longer in new/ or cur/"
+
+
+def test_mail_that_cannot_move_to_cur_stays_unread_with_one_warning(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    box = Mailbox(hive, "bob").ensure()
+    write_by_hand(box, "a.md", "ONE")
+    box.cur_dir.rmdir()
+    box.cur_dir.write_text("a file where cur/ should be\n")
+    [item] = box.unread()
+
+    assert box.mark_read(item) == box.new_dir / "a.md"
+    assert box.mark_read(item) == box.new_dir / "a.md"  # told once
+
+    assert not item.read and [i.path for i in box.unread()] == [box.new_dir / "a.md"]
+    [line] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert line == ("mailboxes/bob/new/a.md: not marked read: it cannot move to cur/ "
+                    "(Not a directory); it stays in new/")
 
 
 def test_a_second_hand_written_message_with_the_same_name_wakes_the_agent(hive: Hive) -> None:

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from hivemind.agent.audit import AuditLog
 from hivemind.cli.app import app
+from hivemind.hive.filenames import safe
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.quarantine import quarantine, rejected
@@ -121,6 +122,35 @@ def test_a_message_whose_name_is_not_utf8_is_read_under_a_valid_name(hive: Hive)
     assert (item.message.subject, item.message.body) == ("hi", "hello")
     box.mark_read(item)
     assert names(box.new_dir) == [] and names(box.cur_dir) == ["m\ufffd.md"]
+
+
+def test_a_message_whose_long_extension_is_not_utf8_is_read_under_a_name_that_fits(
+    hive: Hive,
+) -> None:
+    """Each bad byte becomes a three-byte `\ufffd`; only the stem was cut, so a long
+    extension kept the name past 255 bytes: it was never renamed, nor read."""
+    box = Mailbox(hive, "bob").ensure()
+    put(box.new_dir, b"note." + b"\xe9" * 90, b"---\nfrom: human\nsubject: hi\n---\nhello\n")
+
+    [item] = box.unread()
+
+    assert item.path.name == "note." + "\ufffd" * 78  # 239 bytes: within the 240 asked
+    assert (item.message.subject, item.message.body) == ("hi", "hello")
+    box.mark_read(item)
+    assert names(box.new_dir) == [] and names(box.cur_dir) == [item.path.name]
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        (b"x" * 240 + b"." + b"\xe9" * 10, "x" * 224 + "." + "\ufffd" * 10),
+        (b"x" * 240 + b"." + b"\xe9" * 11, "x" * 240 + "." + "\ufffd" * 4),
+    ],
+    ids=["short-extension-kept", "long-extension-cut"],
+)
+def test_a_safe_name_fits_in_a_file_name(raw: bytes, kept: str) -> None:
+    name = safe(os.fsdecode(raw))
+    assert name == kept and len(os.fsencode(name)) <= 255
 
 
 def test_an_agent_answers_such_a_message_once_and_marks_it_read(hive: Hive) -> None:

@@ -3,6 +3,7 @@ that fit the result, the next start_line, and a FILE block pinned to those lines
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
@@ -283,3 +284,12 @@ async def test_a_whole_small_file_is_pinned_whole(hive: Hive) -> None:
     assert not is_error
     assert content == "workspace/notes.md (lines 1-2 of 2)\n    1  a\n    2  b"
     assert pinned(ctx) == [("workspace/notes.md", None, None)]
+
+
+def test_the_line_scan_gives_each_line_its_number_and_head_only() -> None:
+    """No length in bytes any more: nothing used it."""
+    scan = excerpt._LineScan(io.BytesIO(b"one\n" + b"x" * 10 + b"\nlast"), keep=4)
+    scan.skip_to(2)
+
+    assert list(scan.lines()) == [(2, b"xxxx"), (3, b"last")]
+    assert scan.count_to_end() == 3

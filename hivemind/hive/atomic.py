@@ -23,6 +23,8 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Final, Literal, TypeVar, cast
 
+from hivemind.hive.filenames import fitted
+
 # link(2) refused for reasons that say "this filesystem cannot", not "the name is taken".
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS}
 
@@ -482,7 +484,10 @@ def atomic_write_steps(
     tmp = write_temp(path.parent, path.name, text.encode("utf-8"), fsync=False)
     try:
         if isinstance(mode, int):
-            os.chmod(tmp, mode)  # before the rename: no reader sees the new file without it
+            # Before the rename: no reader sees the new file without it. The permission
+            # bits only: setuid and setgid, which an ordinary write clears, never outlive
+            # a rewrite here (nor the sticky bit).
+            os.chmod(tmp, mode & 0o777)
         if fsync:
             yield [tmp]
         os.replace(tmp, path)
@@ -599,16 +604,14 @@ def move_into(src: Path, directory: Path, name: str | None = None) -> Path:
 
 
 def move_unique(src: Path, directory: Path, name: str | None = None) -> Path:
-    """Move `src` into `directory` under `name` (or `stem-1.ext`, ...), never replacing.
+    """Move `src` into `directory` under `name` (or `stem-1.ext`, ..., its stem cut when
+    the `-N` would pass NAME_MAX), never replacing.
 
     Raises FileNotFoundError if `src` disappeared (another process moved it first).
     """
     name = name or src.name
-    stem, dot, suffix = name.rpartition(".")
-    if not stem:
-        stem, dot, suffix = name, "", ""
     for n in range(10_000):
-        candidate = directory / (name if n == 0 else f"{stem}-{n}{dot}{suffix}")
+        candidate = directory / (name if n == 0 else fitted(name, tag=f"-{n}"))
         if os.path.lexists(candidate):
             continue
         if link_new(src, candidate):

@@ -35,19 +35,44 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
 
 
-def safe(name: str, limit: int = 255) -> str:
+NAME_MAX = 255
+"""Bytes in a file name, on Linux's filesystems."""
+SHORT_SUFFIX = 10
+"""Characters of an extension kept when a name is cut; a longer one is cut as the stem."""
+
+
+def safe(name: str, limit: int = NAME_MAX) -> str:
     """`name` with each byte that is not UTF-8 replaced by `�` (U+FFFD): a valid name to
-    keep such a file under, its stem cut to fit `limit` bytes (each `�` takes three)."""
+    keep such a file under, cut to fit `limit` bytes (each `�` takes three)."""
     if is_utf8(name):
         return name
-    fixed = _SURROGATE.sub("\ufffd", name)
-    stem, dot, suffix = fixed.rpartition(".")
+    return fitted(_SURROGATE.sub("\ufffd", name), limit)
+
+
+def fitted(name: str, limit: int = NAME_MAX, *, tag: str = "", mark: str = "") -> str:
+    """`name` with `tag` before its extension (`m.md` and `-1`: `m-1.md`), its stem cut
+    to fit `limit` bytes, `mark` where it was cut; a cut name keeps only a short extension."""
+    stem, dot, suffix = name.rpartition(".")
     if not stem:
-        stem, suffix = fixed, ""
-    tail = dot + suffix
-    while len(os.fsencode(stem + tail)) > limit and len(stem) > 1:
-        stem = stem[:-1]
-    return stem + tail
+        stem, dot, suffix = name, "", ""
+    whole = stem + tag + dot + suffix
+    if len(os.fsencode(whole)) <= limit:
+        return whole
+    if len(suffix) > SHORT_SUFFIX:  # it could fill the name: cut it with the stem
+        stem, dot, suffix = name, "", ""
+    tail = mark + tag + dot + suffix
+    room = limit - len(os.fsencode(tail))
+    return _head(stem, room) + tail
+
+
+def _head(text: str, room: int) -> str:
+    """The longest start of `text` that takes at most `room` bytes, whole characters only."""
+    used = 0
+    for i, char in enumerate(text):
+        used += len(os.fsencode(char))
+        if used > room:
+            return text[:i]
+    return text
 
 
 def not_utf8_reason(name: str) -> str:

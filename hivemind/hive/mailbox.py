@@ -32,7 +32,7 @@ from hivemind.hive.atomic import (
     run,
     write_temp,
 )
-from hivemind.hive.filenames import NOT_UTF8, is_utf8, safe, shown
+from hivemind.hive.filenames import NOT_UTF8, fitted, is_utf8, safe, shown
 from hivemind.hive.frontmatter import MAX_FILE_BYTES, message_from_text, render_message
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.models import MAX_ID_LENGTH, Message, check_file_id
@@ -81,6 +81,7 @@ class MailItem:
     path: Path
     read: bool = False
     read_at: float | None = None  # when it moved to cur/ (the file's ctime), if read
+    inode: int | None = None  # of its file when listed: found by it in cur/ if moved by another
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class Mailbox:
         # another message (a reused name or `id:`), so it is read under a fresh id.
         self._read_ids: set[str] = set()
         self._told: set[str] = set()  # names not UTF-8 that could not be renamed
+        self._unmoved: set[tuple[str, str]] = set()  # (name, why) told not marked read
 
     def __repr__(self) -> str:
         return f"Mailbox({self.name!r})"
@@ -247,7 +249,7 @@ class Mailbox:
                 message = self._read(path, st)
                 if not read and message.id in self._read_ids:
                     message = message.model_copy(update={"id": self._fresh_id(message.id, st)})
-                item = MailItem(message, path, read, st.st_ctime if read else None)
+                item = MailItem(message, path, read, st.st_ctime if read else None, st.st_ino)
                 out.append((item, st.st_mtime))
             except FileNotFoundError:
                 continue  # marked read meanwhile
@@ -303,19 +305,50 @@ class Mailbox:
 
     def mark_read(self, item: MailItem) -> Path:
         """Move the message from new/ to cur/, never replacing a message there (a name
-        already taken gets `-1`, `-2`...); idempotent."""
+        already taken gets `-1`, `-2`...); idempotent. A failure is logged, not raised:
+        the message stays unread, its path as it was, and the caller goes on."""
         if item.path.parent == self.cur_dir:
             return item.path
         try:
             target = self._move(item.path)
         except FileNotFoundError:
-            target = self.cur_dir / item.path.name
-            if not os.path.lexists(target):
-                raise FileNotFoundError(f"{item.path}: no such message in new/ or cur/") from None
+            found = self._moved_already(item)
+            if found is None:
+                return self._not_moved(item, "it is no longer in new/ or cur/")
+            target = found
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            return self._not_moved(item, f"it cannot move to cur/ ({why}); it stays in new/")
         self._read_ids.add(item.message.id)
         self._parsed.forget(item.path)
         item.path, item.read = target, True
         return target
+
+    def _moved_already(self, item: MailItem) -> Path | None:
+        """Where another Mailbox or process moved `item` in cur/: the first of the names
+        `move_unique` tries that holds its file (its inode; unknown, its message id)."""
+        name = item.path.name
+        for n in range(10_000):
+            path = self.cur_dir / (name if n == 0 else fitted(name, tag=f"-{n}"))
+            try:
+                st = os.lstat(path)
+                if item.inode is not None:
+                    if st.st_ino == item.inode:
+                        return path
+                elif stat.S_ISREG(st.st_mode) and self._read(path, st).id == item.message.id:
+                    return path
+            except (FileNotFoundError, NotADirectoryError):
+                return None  # a free name: the move took it or one before it
+            except OSError:
+                continue
+        return None
+
+    def _not_moved(self, item: MailItem, why: str) -> Path:
+        """Log, once for each name and reason, that `item` was not marked read; its path."""
+        if (item.path.name, why) not in self._unmoved:
+            self._unmoved.add((item.path.name, why))
+            logger.warning("%s: not marked read: %s", shown(self.hive.relative(item.path)), why)
+        return item.path
 
     def _move(self, src: Path) -> Path:
         try:

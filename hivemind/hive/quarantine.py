@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from hivemind.hive.atomic import atomic_write, move_into
-from hivemind.hive.filenames import NOT_UTF8, is_utf8, not_utf8_reason, safe, shown
+from hivemind.hive.filenames import NOT_UTF8, fitted, is_utf8, not_utf8_reason, safe, shown
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ def quarantine(hive: Hive, path: Path, reason: str) -> Path:
         if NOT_UTF8 not in reason:
             reason = f"{reason}; also {not_utf8_reason(name)}"
         name = safe(name)
-    short = _fitting(name)
+    short = fitted(name, _MAX_NAME, mark="…")  # room for `<name>.reason`
     if short != name:
         reason = f"{reason} (its {len(os.fsencode(name))}-byte name was too long to keep)"
     target = move_into(path, hive.rejected_dir, short)
@@ -41,17 +41,6 @@ def quarantine(hive: Hive, path: Path, reason: str) -> Path:
 
 _MAX_NAME = 255 - len(REASON_SUFFIX) - 6
 """Bytes of a rejected file's name: room is left for `.reason` and move_unique's `-N`."""
-
-
-def _fitting(name: str) -> str:
-    """`name`, or a shorter one (same extension) when `<name>.reason` would be too long."""
-    raw = os.fsencode(name)
-    if len(raw) <= _MAX_NAME:
-        return name
-    stem, dot, suffix = name.rpartition(".")
-    tail = os.fsencode(dot + suffix) if stem and len(suffix) <= 10 else b""
-    head = raw[: _MAX_NAME - len(tail) - 3].decode("utf-8", "ignore")
-    return head + "…" + os.fsdecode(tail)
 
 
 def rejected(hive: Hive) -> list[tuple[Path, str]]:

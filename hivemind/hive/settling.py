@@ -11,7 +11,8 @@ stillness alone cannot tell that pause from the end. What can, best first:
   filesystem without leases): the file must have been still for `FALLBACK` seconds.
 
 A file written whole and closed at once (`write_text`, an atomic rename, a maildir
-link) is whole at the first look: the fast path costs one open and two fcntl calls.
+link) is whole at the first look: the fast path costs an open, three fcntl calls (set
+the lease's signal, take the lease, drop it) and a close.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def read_excerpt(
             used, last = len(parts[0]) + 1, start
             cut_note = _cut_note(start, start_char + len(first.text), first)
         more = first is not None and not cut_note and start < stop
-        for number, head, _ in scan.lines() if more else ():
+        for number, head in scan.lines() if more else ():
             line = f"{number:>5}  " + head.decode("utf-8", errors="replace").removesuffix("\r")
             if used + len(line) + 1 > budget:
                 break  # the next call starts at this line
@@ -133,8 +133,8 @@ class _LinePart:
 
 class _LineScan:
     """The lines of a binary file, read in chunks, no further than `MAX_SCAN_BYTES`:
-    skipped fast up to a line, then each yielded as its first `keep` bytes and its
-    length, then counted to the end."""
+    skipped fast up to a line, then each yielded as its first `keep` bytes, then counted
+    to the end."""
 
     def __init__(self, fh: BinaryIO, keep: int) -> None:
         self._fh = fh
@@ -217,15 +217,15 @@ class _LineScan:
         self.number, self.partial = self.number + 1, 0
         return _LinePart("".join(kept)[: max(0, chars - skip)], chars, complete)
 
-    def lines(self) -> Iterator[tuple[int, bytes, int]]:
-        """From the current line on: (number, first `keep` bytes, length in bytes)."""
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """From the current line on: (number, first `keep` bytes)."""
         head = bytearray()
         while True:
             if self._pos >= len(self._buf) and not self._fill():
                 if self.partial:  # a last line with no newline, or one cut by the cap
-                    number, length = self.number, self.partial
+                    number = self.number
                     self.number, self.partial = number + 1, 0
-                    yield number, bytes(head), length
+                    yield number, bytes(head)
                 return
             buf, pos = self._buf, self._pos
             newline = buf.find(b"\n", pos)
@@ -237,9 +237,9 @@ class _LineScan:
                 self._pos = end
                 continue
             self._pos = newline + 1
-            number, length = self.number, self.partial
+            number = self.number
             self.number, self.partial = number + 1, 0
-            yield number, bytes(head), length
+            yield number, bytes(head)
             head.clear()
 
     def count_to_end(self) -> int | None:
