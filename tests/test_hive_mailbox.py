@@ -13,6 +13,7 @@ import pytest
 
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.errors import UnknownAgentError
+from hivemind.hive import mailbox as mailbox_module
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, MailItem, PostOffice, new_message_id
 from hivemind.hive.models import Message
@@ -361,3 +362,21 @@ def test_a_second_hand_written_message_with_the_same_name_wakes_the_agent(hive: 
     assert sorted(i.message.subject for i in replies.unread()) == [
         "[offline] Re: first", "[offline] Re: second"]
     assert bodies_in_cur(box) == ["FIRST", "SECOND"]
+
+
+def test_the_ids_of_read_mail_remembered_are_bounded(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon that runs for months must not remember every id it ever read."""
+    monkeypatch.setattr(mailbox_module, "READ_IDS_KEPT", 3)
+    box = Mailbox(hive, "bob").ensure()
+    for n in range(5):
+        write_by_hand(box, f"a{n}.md", f"text {n}", front=f"id: m{n}\n")
+        assert read_one(box) == (f"m{n}", f"text {n}")
+    write_by_hand(box, "b4.md", "again", front="id: m4\n")
+    write_by_hand(box, "b0.md", "again", front="id: m0\n")
+
+    ids = sorted(item.message.id for item in box.unread())
+
+    # m4 is remembered: another message under a fresh id; m0 is forgotten: read as is.
+    assert ids[0] == "m0" and ids[1].startswith("m4-")

@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 BROADCAST = "*"
 """`to: "*"`: every agent and the human, except the sender."""
 MAX_BODY_BYTES = MAX_FILE_BYTES - 8_000  # what is left of a message file for its front matter
+READ_IDS_KEPT = 100_000  # ids of read messages remembered per mailbox (see Mailbox)
 
 _id_lock = threading.Lock()
 _id_seq = itertools.count()
@@ -120,8 +121,10 @@ class Mailbox:
         self.fsync = fsync
         self._parsed: StatCache[Message] = StatCache()
         # Ids of the messages this mailbox moved to cur/: a file in new/ that has one is
-        # another message (a reused name or `id:`), so it is read under a fresh id.
-        self._read_ids: set[str] = set()
+        # another message (a reused name or `id:`), so it is read under a fresh id. The
+        # newest READ_IDS_KEPT (insertion-ordered): a daemon running for months must not
+        # grow it for ever, and an id reused after that many messages is long out of view.
+        self._read_ids: dict[str, None] = {}
         self._told: set[str] = set()  # names not UTF-8 that could not be renamed
         self._unmoved: set[tuple[str, str]] = set()  # (name, why) told not marked read
 
@@ -319,7 +322,9 @@ class Mailbox:
         except OSError as exc:
             why = exc.strerror or str(exc)
             return self._not_moved(item, f"it cannot move to cur/ ({why}); it stays in new/")
-        self._read_ids.add(item.message.id)
+        self._read_ids[item.message.id] = None
+        if len(self._read_ids) > READ_IDS_KEPT:
+            del self._read_ids[next(iter(self._read_ids))]
         self._parsed.forget(item.path)
         item.path, item.read = target, True
         return target
