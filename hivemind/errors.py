@@ -17,6 +17,7 @@
         │   └── ModelRequestError     4xx: the request itself was refused
         ├── ToolError                 a tool call failed (fed back to the model)
         ├── StoreError                the long-term memory store failed
+        ├── LockUnavailableError      the hive's filesystem cannot lock a file
         └── WorkerError               a worker process (`run --workers`) failed
             ├── WorkerLostError       it ended: its agents come back to the daemon
             └── WorkerCrashedError    a cycle hit a bug there (its traceback inside)
@@ -125,6 +126,11 @@ class ToolError(RuntimeFailure):
 
 class StoreError(RuntimeFailure):
     """The long-term memory store failed."""
+
+
+class LockUnavailableError(RuntimeFailure):
+    """The daemon's lock file cannot be locked where the hive lives (e.g. NFS with no
+    lock manager): nothing would keep a second daemon out, so none starts."""
 
 
 class WorkerError(RuntimeFailure):

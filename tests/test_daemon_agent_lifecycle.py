@@ -127,6 +127,66 @@ def test_an_agent_put_back_during_its_cycle_never_runs_two_cycles_at_once(hive: 
     assert len(reports) == 1
 
 
+def test_an_agent_added_while_the_daemon_stops_is_not_started_and_the_stop_ends(
+    hive: Hive,
+) -> None:
+    """Its runner started after the stop had taken the others': nothing stopped it, and
+    the stop waited for it for ever (a second Ctrl-C too)."""
+    grace = 2.0
+    write_agent(hive, "slow")
+    write_task(hive, "t1", front="assignee: slow\n")
+    provider = HeldOnce("slow")  # its call is held: the stop waits out the grace period
+    config = fast_config(hive)
+    config.daemon.grace_period = grace
+    daemon = Daemon(hive, config, provider, RunOptions())
+
+    async def main() -> bool:
+        task = asyncio.create_task(daemon.run())
+        await asyncio.wait_for(provider.waiting.wait(), 10)
+        daemon.stop("signal")
+        write_agent(hive, "newbie")  # the watcher hears of it within the grace period
+        done, _ = await asyncio.wait([task], timeout=grace + 10)
+        if not done:  # end it, for the test to fail rather than hang
+            for runner in daemon.runners.values():
+                runner.stop = True
+                runner.wake.set()
+            await asyncio.wait_for(task, 10)
+        return bool(done)
+
+    assert asyncio.run(main()), "the stop never ended"
+    assert daemon.exit_reason == "signal"
+    assert "newbie" not in daemon.runners
+    assert not hive.audit_path("newbie").exists()  # it ran no cycle
+
+
+def test_a_stop_cuts_the_cycle_of_an_agent_removed_mid_cycle_at_the_grace_period(
+    hive: Hive,
+) -> None:
+    """Its runner had left `runners` when the stop came: its cycle was never cut, and
+    the stop waited for its model call however long it took."""
+    grace = 2.0
+    write_agent(hive, "slow")
+    write_task(hive, "t1", front="assignee: slow\n")
+    provider = HeldOnce("slow")  # its call is held until the test ends
+    config = fast_config(hive)
+    config.daemon.grace_period = grace
+    daemon = Daemon(hive, config, provider, RunOptions())
+
+    async def main() -> bool:
+        task = asyncio.create_task(daemon.run())
+        await asyncio.wait_for(provider.waiting.wait(), 10)
+        shutil.rmtree(hive.agent_dir("slow"))
+        await until(lambda: "slow" not in daemon.runners, "its runner is told to stop")
+        daemon.stop("signal")
+        done, _ = await asyncio.wait([task], timeout=grace + 10)
+        provider.gate.set()  # (for the test to fail rather than hang)
+        await asyncio.wait_for(task, 10)
+        return bool(done)
+
+    assert asyncio.run(main()), "the stop waited for the removed agent's cycle"
+    assert daemon.exit_reason == "signal"
+
+
 def test_max_cycles_is_a_cap_however_many_agents_run_at_once(hive: Hive) -> None:
     """Each agent's cycle in flight ran to its end: --max-cycles 2 with six agents ran
     six cycles (each one may cost tokens)."""

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import fcntl
 import json
+import os
 import shutil
+import stat
+import threading
+import time
+from typing import Any
 
 import pytest
 
 from hivemind.agent.cycle import Agent
 from hivemind.agent.services import HiveServices
+from hivemind.daemon.configwatch import read_hive_toml
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.lock import HiveLock
-from hivemind.errors import HiveLockedError, ModelConnectionError
+from hivemind.daemon.status import StatusWriter
+from hivemind.errors import HiveLockedError, LockUnavailableError, ModelConnectionError
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
 from hivemind.llm.base import ModelRequest, ModelResponse
@@ -243,6 +252,44 @@ def test_status_json_is_written(hive: Hive) -> None:
     assert "worker" in status["agents"]
 
 
+class SlowRefreshes(StatusWriter):
+    """status.json's refreshes take a while (a busy disk); the final write does not."""
+
+    SLOW = 1.5  # s: far longer than a stop with no cycle in flight
+
+    def __init__(self, hive: Hive, daemon: Daemon) -> None:
+        super().__init__(hive, daemon)
+        self.refreshing = threading.Event()
+
+    def _write(self, snapshot: dict[str, Any], **final: Any) -> None:
+        if snapshot["running"]:
+            self.refreshing.set()
+            time.sleep(self.SLOW)
+        super()._write(snapshot, **final)
+
+
+def test_a_refresh_still_being_written_at_the_stop_never_replaces_the_final_status(
+    hive: Hive,
+) -> None:
+    """Cancelling the refresh loop did not stop its write, in a thread: it landed after
+    the final one, and status.json said `running: true` of a daemon that had exited."""
+    write_agent(hive, "worker")
+    daemon = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
+    daemon.status = writer = SlowRefreshes(hive, daemon)
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        await until(writer.refreshing.is_set, "a refresh is being written")
+        daemon.stop("test")
+        await task
+
+    asyncio.run(main())  # (which waits for the refresh's thread)
+
+    status = json.loads(hive.status_file.read_text())
+    assert (status["running"], status["stopped_because"]) == (False, "test")
+    assert not list(hive.state_dir.glob(".status.*.tmp"))
+
+
 def test_agent_added_while_running_gets_work(hive: Hive) -> None:
     write_agent(hive, "first")
     daemon = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
@@ -424,6 +471,45 @@ def test_an_edit_of_hive_toml_while_running_is_reported(
     assert changed[0] == ("hive.toml changed: this daemon keeps the settings it started "
                           "with (restart it to use the new ones)")
     assert "the new one is not valid" in changed[1] and "invalid TOML" in changed[1]
+
+
+@pytest.mark.parametrize("given", [True, False], ids=["read-by-the-cli", "read-by-the-daemon"])
+def test_an_edit_of_hive_toml_before_the_watch_starts_is_reported(
+    hive: Hive, caplog: pytest.LogCaptureFixture, given: bool
+) -> None:
+    """Made after the settings were read but before the watch began (the daemon waits
+    for the lock, an earlier daemon's workers, its own workers' start), the edit was
+    taken for what the daemon read: never told, and undoing it was told as a change.
+    The CLI hands over the bytes it read the settings from (`given`)."""
+    read = "[daemon]\ngrace_period = 5.0\n"
+    hive.config_file.write_text(read)
+    write_agent(hive, "worker")
+    hive_toml, config = read_hive_toml(hive), fast_config(hive)
+    edit = "[daemon]\ngrace_period = 7.0\n"
+    if given:  # the edit comes while the CLI starts its provider
+        hive.config_file.write_text(edit)
+        daemon = Daemon(hive, config, CountingProvider(), RunOptions(), hive_toml=hive_toml)
+    else:  # the edit comes while the daemon waits for its lock, say
+        daemon = Daemon(hive, config, CountingProvider(), RunOptions())
+        hive.config_file.write_text(edit)
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        try:
+            await until(lambda: "hive.toml changed" in caplog.text, "the edit is told", 5.0)
+            hive.config_file.write_text(read)
+            await until(lambda: "is back" in caplog.text, "the undo is told", 5.0)
+        finally:
+            daemon.stop("test")
+            await task
+
+    asyncio.run(main())
+    told = [r.getMessage() for r in caplog.records if "hive.toml" in r.getMessage()]
+    assert told == [
+        "hive.toml changed: this daemon keeps the settings it started with (restart it to "
+        "use the new ones)",
+        "hive.toml is back as this daemon read it",
+    ]
 
 
 class BuggyFor(CountingProvider):
@@ -620,3 +706,57 @@ def test_a_removed_lock_file_lets_no_second_daemon_run(hive: Hive, removed: str)
 
     asyncio.run(main())
     assert not second.runners
+
+
+def test_a_hive_whose_folder_cannot_be_locked_runs_on_its_lock_file_alone(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On NFS a folder cannot be flock'ed (locks become POSIX locks, which need a
+    descriptor open for writing): `hivemind run` ended on a traceback (EBADF)."""
+    real_flock = fcntl.flock
+
+    def nfs_flock(fd: int, how: int) -> None:
+        if how & fcntl.LOCK_EX and stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        real_flock(fd, how)
+
+    monkeypatch.setattr(fcntl, "flock", nfs_flock)
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    first = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
+    second = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
+
+    async def main() -> None:
+        task = asyncio.create_task(first.run())
+        await until((hive.done_dir / "t1.md").exists, "the first daemon works")
+        with pytest.raises(HiveLockedError):  # the lock file keeps it out
+            await second.run()
+        first.stop("test")
+        await task
+
+    asyncio.run(main())
+    told = [r.getMessage() for r in caplog.records if "cannot be locked" in r.getMessage()]
+    assert told == [
+        f"{hive.root}: its folder cannot be locked here (Bad file descriptor): only "
+        ".hivemind/daemon.lock keeps a second daemon out, so leave .hivemind/ in place "
+        "while this one runs"
+    ]
+    assert not second.runners
+
+
+def test_a_hive_where_no_file_can_be_locked_says_so_in_one_line(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NFS with no lock manager (ENOLCK): no daemon starts, and the reason is one line."""
+    def no_locks(fd: int, how: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    write_agent(hive, "worker")
+    daemon = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
+
+    with pytest.raises(LockUnavailableError) as caught:
+        asyncio.run(daemon.run())
+
+    assert str(caught.value).startswith(f"{hive.lock_file}: cannot be locked (No locks available)")
+    assert not daemon.runners

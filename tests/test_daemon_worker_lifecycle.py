@@ -15,6 +15,7 @@ import itertools
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,7 @@ from hivemind.hive.mailbox import Mailbox, PostOffice
 from hivemind.llm.offline import OfflineProvider
 from hivemind.llm.select import make_provider
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
-from tests.helpers import fast_config, write_agent
+from tests.helpers import fast_config, until, write_agent
 from tests.scripted_model import active_tasks, is_first_round, task_completer, tool_use
 from tests.test_daemon_workers import (
     AGENTS,
@@ -52,6 +54,7 @@ from tests.test_daemon_workers import (
     done_stems,
     env_without_key,
     finish,
+    left_over,
     make_hive,
     result_headings,
     start_spread,
@@ -319,6 +322,48 @@ def test_a_worker_stays_out_of_a_hive_a_newer_daemon_has_taken(hive: Hive) -> No
     os.close(held)
 
 
+def held_by_a_worker(path: Path) -> bool:
+    """Whether some process holds a lock on `path` (an exclusive one cannot be had)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_a_worker_holds_the_workers_lock_again_once_its_file_was_removed(
+    tmp_path: Path,
+) -> None:
+    # `rm -rf .hivemind` took the file the workers held: a daemon started after their
+    # lead died (where they outlive it) made a new one, found it free, and ran the same
+    # agents beside them. bob runs in the worker.
+    hive = make_hive(tmp_path / "hive", ["ann", "bob"], {"bob-1": "assignee: bob\n"})
+    daemon = Daemon(hive, fast_config(hive), OfflineProvider(), RunOptions(workers=2))
+    path = workers_lock_path(hive)
+
+    async def main() -> bool:
+        run = asyncio.ensure_future(daemon.run())
+        try:
+            await until((hive.done_dir / "bob-1.md").exists, "bob's first task is done")
+            assert held_by_a_worker(path)
+            shutil.rmtree(hive.state_dir)
+            (hive.tasks_dir / "bob-2.md").write_text("---\nassignee: bob\n---\n# bob-2\n")
+            await until((hive.done_dir / "bob-2.md").exists, "bob's next cycle has run")
+            return held_by_a_worker(path)
+        finally:
+            daemon.stop("test")
+            await asyncio.wait_for(run, WAIT)
+
+    assert asyncio.run(main()), f"nobody holds {path} after the removal"
+    assert daemon.runners["bob"].worker is daemon.workers[0]  # it ran there all along
+
+
 # -- Ctrl-C with cycles in flight in a worker ------------------------------------
 
 
@@ -481,6 +526,59 @@ def test_a_cycle_the_lead_stopped_waiting_for_still_reaches_it(hive: Hive) -> No
     assert mirror.cycle_no == 1  # the worker's state of the agent came with it
 
 
+def bobs_link(hive: Hive, secrets: tuple[Any, ...] = (), **callbacks: Any) -> WorkerLink:
+    """A link to a worker process running bob (not started); `callbacks` replace the
+    ones that do nothing."""
+    spec = WorkerSpec(root=str(hive.root), lead=os.getpid(), config=fast_config(hive),
+                      offline=True, secrets=secrets, agents=("bob",), model_calls=1)
+    nothing: dict[str, Any] = {
+        "on_dispatch": lambda: None, "on_mail": lambda names: None,
+        "on_load": lambda agent, delta: None, "on_late": lambda agent, outcome: None,
+        "on_lost": lambda link: None,
+    }
+    return WorkerLink(spec, **{**nothing, **callbacks})
+
+
+def test_a_worker_dead_in_the_stop_before_its_end_was_read_is_told_at_the_close(
+    hive: Hive,
+) -> None:
+    # The stop's close took what was left in the pipe, EOF included, and told nobody:
+    # no line in the log, and its temp files stayed until the next start.
+    write_agent(hive, "bob")
+    lost: list[WorkerLink] = []
+
+    async def main() -> WorkerLink:
+        link = bobs_link(hive, on_lost=lost.append)
+        link.start()
+        await asyncio.wait_for(link.ready(), WAIT)
+        assert link.pid is not None
+        os.kill(link.pid, signal.SIGSTOP)  # it cannot act on the stop below
+        link.stop(WAIT)
+        os.kill(link.pid, signal.SIGKILL)
+        link.process.join(WAIT)  # the loop waits too: its reader never sees the EOF
+        link.close()
+        return link
+
+    link = asyncio.run(main())
+    assert lost == [link]
+    assert link.failure() == "killed by SIGKILL"
+
+
+def test_a_worker_that_cannot_start_leaves_no_pipe_open(hive: Hive) -> None:
+    write_agent(hive, "bob")
+    resource_tracker.ensure_running()  # (the first start opens its pipe, for good)
+
+    async def main() -> tuple[int, int]:
+        before = len(os.listdir("/proc/self/fd"))
+        link = bobs_link(hive, secrets=(threading.Lock(),))  # spawn cannot send it
+        with pytest.raises(TypeError, match="pickle"):
+            link.start()
+        return before, len(os.listdir("/proc/self/fd"))
+
+    before, after = asyncio.run(main())
+    assert after == before
+
+
 # -- a bug in a worker's cycle -----------------------------------------------------
 
 BUG = """\
@@ -626,6 +724,80 @@ def test_status_json_says_which_worker_died_and_how(lost_worker: LostWorker) -> 
 def test_a_dead_workers_temp_files_are_removed_without_a_restart(lost_worker: LostWorker) -> None:
     assert lost_worker.planted
     assert not lost_worker.planted[0].exists()
+
+
+# -- a worker whose pipe closes but which does not exit ----------------------------
+
+STUCK = """\
+import os
+if os.environ.get("HIVEMIND_TEST_STUCK_WORKER"):
+    import time
+    from hivemind.daemon import worker_process
+
+    cycle = worker_process._WorkerHost._cycle
+
+    async def _cycle(self, name, seq):
+        await cycle(self, name, seq)
+        self.conn.close()  # its pipe closes, unasked; the process stays, stuck
+        time.sleep(60)
+
+    worker_process._WorkerHost._cycle = _cycle
+"""
+STUCK_FOR = "it closed its pipe but was still there 2 s on: killed"
+
+
+@pytest.fixture(scope="module")
+def lingering_worker(
+    tmp_path_factory: pytest.TempPathFactory, warnings_of: Callable[[], Warnings]
+) -> LostWorker:
+    # The worker (bob and dot) closes its pipe after its first cycle and stays: the lead
+    # kills it LINGER s on, and its agents come home.
+    tmp = tmp_path_factory.mktemp("lingering")
+    (tmp / "inject").mkdir()
+    (tmp / "inject" / "sitecustomize.py").write_text(STUCK)
+    tasks = {f"{name}-{i:02d}": f"assignee: {name}\n" for name in AGENTS for i in range(3)}
+    hive = make_hive(tmp / "hive", AGENTS, tasks)
+
+    def plant_at_first_worker_report(run: SpreadRun) -> None:
+        if stuck.pid or not run.cycles[-1].via_worker:
+            return
+        stuck.pid = run.daemon.workers[0].pid or 0
+        temp = hive.workspace_dir / f".draft.md.{stuck.pid}-abcdef-1.tmp"
+        temp.write_text("half a draft")
+        stuck.planted.append(temp)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HIVEMIND_TEST_STUCK_WORKER", "1")
+        mp.setenv("PYTHONPATH", os.pathsep.join(
+            filter(None, [str(tmp / "inject"), str(ROOT), os.environ.get("PYTHONPATH")])))
+        run = start_spread(hive, 2, sorted(tasks), plant_at_first_worker_report)
+        stuck = LostWorker(run, warnings_of())
+        finish(run)
+    return stuck
+
+
+def test_a_worker_killed_for_lingering_is_told_once(lingering_worker: LostWorker) -> None:
+    assert lingering_worker.pid
+    assert lingering_worker.warnings.lines(f"worker process {lingering_worker.pid}") == [
+        f"worker process {lingering_worker.pid} ended ({STUCK_FOR}): its agents bob, dot "
+        f"run in this process (pid {os.getpid()}) from now on"
+    ]
+    assert lingering_worker.run.reason == "idle"
+    assert not left_over(lingering_worker.run.hive)  # its agents did the rest here
+
+
+def test_status_json_says_the_worker_was_killed_for_lingering(
+    lingering_worker: LostWorker,
+) -> None:
+    assert status_json(lingering_worker.run.hive)["workers"] == [
+        {"pid": lingering_worker.pid, "agents": ["bob", "dot"], "running": False,
+         "ended": STUCK_FOR}
+    ]
+
+
+def test_a_worker_killed_for_lingering_leaves_no_temp_file(lingering_worker: LostWorker) -> None:
+    assert lingering_worker.planted
+    assert not lingering_worker.planted[0].exists()
 
 
 # -- a worker that dies while the daemon stops --------------------------------------

@@ -27,6 +27,7 @@ from hivemind.cli.common import (
     folder_given,
     resolve_hive,
 )
+from hivemind.daemon.configwatch import read_hive_toml
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.status import IdleState, RunTotals
 from hivemind.hive.config import load_hive_config
@@ -134,6 +135,7 @@ def register(app: typer.Typer) -> None:
         if scratch:
             hive = scratch_copy(hive)
             out.print(f"running on a scratch copy: {hive.root}", highlight=False)
+        hive_toml = read_hive_toml(hive)  # first: an edit from here on is told, not missed
         config = load_hive_config(hive)
         provider = make_provider(config.provider)
         if provider.offline:
@@ -151,6 +153,7 @@ def register(app: typer.Typer) -> None:
                        workers=workers),
             secrets=(secret,) if secret else (),
             on_cycle=None if quiet or as_json else _cycle_line,
+            hive_toml=hive_toml,
         )
         started = time.monotonic()
         reason = asyncio.run(daemon.run())

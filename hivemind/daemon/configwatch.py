@@ -22,48 +22,62 @@ from hivemind.hive.statcache import Sig, sig_of
 logger = logging.getLogger(__name__)
 
 
+def read_hive_toml(hive: Hive) -> bytes | None:
+    """hive.toml's bytes; b"" if there is none (the same settings: every default), None
+    if it cannot be read. Taken as the settings are read, it is what edits are told
+    against, however late the watch starts."""
+    try:
+        return hive.config_file.read_bytes()
+    except FileNotFoundError:
+        return b""
+    except OSError:
+        return None
+
+
 async def watch_hive_toml(
-    hive: Hive, stopping: asyncio.Event, interval: float, each: Callable[[], None]
+    hive: Hive, started_with: bytes | None, stopping: asyncio.Event, interval: float,
+    each: Callable[[], None],
 ) -> None:
     """Until `stopping`: every `interval` seconds call `each()`, and tell of a change of
-    hive.toml since the last look (or of its return to what the daemon started with)."""
+    hive.toml from `started_with` (its bytes when the daemon's settings were read), or of
+    its return to them."""
     path = hive.config_file
-    started_with = _bytes_of(path)
-    told, seen = started_with, _sig_of(path)
+    seen = _sig_of(path)
+    told = _told(hive, read_hive_toml(hive), started_with, started_with)  # (edited before)
     while not stopping.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), interval)
         each()
         if (sig := _sig_of(path)) == seen:
             continue
-        seen, now = sig, _bytes_of(path)
-        if now == told:
-            continue
-        told = now
-        if now == started_with:
-            logger.warning("%s is back as this daemon read it", hive.relative(path))
-            continue
-        try:
-            load_hive_config(hive)
-            problem = ""
-        except ConfigError as exc:
-            problem = f"; the new one is not valid: {exc}"
-        logger.warning(
-            "%s changed: this daemon keeps the settings it started with (restart it to "
-            "use the new ones)%s", hive.relative(path), problem,
-        )
+        seen = sig
+        told = _told(hive, read_hive_toml(hive), told, started_with)
+
+
+def _told(
+    hive: Hive, now: bytes | None, told: bytes | None, started_with: bytes | None
+) -> bytes | None:
+    """Tell of hive.toml as `now` unless that was told last (`told`); returns what is told."""
+    if now == told:
+        return told
+    path = hive.config_file
+    if now == started_with:
+        logger.warning("%s is back as this daemon read it", hive.relative(path))
+        return now
+    try:
+        load_hive_config(hive)
+        problem = ""
+    except ConfigError as exc:
+        problem = f"; the new one is not valid: {exc}"
+    logger.warning(
+        "%s changed: this daemon keeps the settings it started with (restart it to "
+        "use the new ones)%s", hive.relative(path), problem,
+    )
+    return now
 
 
 def _sig_of(path: Path) -> Sig | None:
     try:
         return sig_of(os.stat(path))
-    except OSError:
-        return None
-
-
-def _bytes_of(path: Path) -> bytes | None:
-    """The file's bytes (None if it cannot be read)."""
-    try:
-        return path.read_bytes()
     except OSError:
         return None

@@ -20,7 +20,7 @@ from pathlib import Path
 from hivemind.agent.cycle import DAY_SPENT, Agent, CycleReport
 from hivemind.agent.perceive import matches_any
 from hivemind.agent.services import HiveServices
-from hivemind.daemon.configwatch import watch_hive_toml
+from hivemind.daemon.configwatch import read_hive_toml, watch_hive_toml
 from hivemind.daemon.dispatch import Dispatcher
 from hivemind.daemon.gctune import daemon_gc_pace
 from hivemind.daemon.lead import WorkerLead
@@ -61,9 +61,14 @@ class Daemon(WorkerLead):
         *,
         secrets: tuple[str, ...] = (),
         on_cycle: Callable[[CycleReport], None] | None = None,
+        hive_toml: bytes | None = None,
     ) -> None:
         self.hive = hive.ensure()
         self.config = config
+        # hive.toml as `config` was read from it (see `read_hive_toml`; by default as it is
+        # now), not as the watch finds it once it starts (after the lock, an earlier
+        # daemon's workers, this one's): an edit made meanwhile is told too.
+        self._hive_toml = read_hive_toml(hive) if hive_toml is None else hive_toml
         self.options = options or RunOptions()
         self.services = HiveServices.open(hive, provider, config, secrets=secrets)
         self.services.roms.saves_last_good = True  # an invalid edit then outlives a restart
@@ -73,6 +78,9 @@ class Daemon(WorkerLead):
         self.services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval)
         self.dispatcher = Dispatcher(self.services.board)
         self.runners: dict[str, AgentRunner] = {}
+        # Every agent's loop still running, a removed agent's too (it has left `runners`
+        # but its cycle in flight goes on): a stop cuts them all at its grace period.
+        self._agent_loops: set[asyncio.Task[None]] = set()
         self.totals = RunTotals()
         self.stopping = asyncio.Event()
         self._hurry = asyncio.Event()  # a second signal: no grace for the cycles in flight
@@ -238,8 +246,8 @@ class Daemon(WorkerLead):
                 tg.create_task(self._event_loop(watcher, tg)),
                 tg.create_task(self.status.loop()),
                 tg.create_task(watch_hive_toml(
-                    self.hive, self.stopping, self.config.daemon.rescan_interval,
-                    self._each_rescan,
+                    self.hive, self._hive_toml, self.stopping,
+                    self.config.daemon.rescan_interval, self._each_rescan,
                 )),
             ]
             if self.options.until_idle:
@@ -265,6 +273,8 @@ class Daemon(WorkerLead):
         self._configs_cache = None
         runner.wake.set()
         runner.task = tg.create_task(self._agent_loop(runner))
+        self._agent_loops.add(runner.task)
+        runner.task.add_done_callback(self._agent_loops.discard)
 
     async def _drain(self, service: list[asyncio.Task[None]]) -> None:
         """Let in-flight cycles finish (grace period), then cancel the rest; the workers'
@@ -272,7 +282,7 @@ class Daemon(WorkerLead):
         for runner in self.runners.values():
             runner.stop = True
             runner.wake.set()
-        pending = {r.task for r in self.runners.values() if r.task is not None}
+        pending = set(self._agent_loops)
         loop = asyncio.get_running_loop()
         self._deadline = deadline = loop.time() + self.config.daemon.grace_period
         for link in self.workers:
@@ -487,6 +497,8 @@ class Daemon(WorkerLead):
     async def _event_loop(self, watcher: HiveWatcher, tg: asyncio.TaskGroup) -> None:
         while not self.stopping.is_set():
             event = await watcher.events.get()
+            if self.stopping.is_set():
+                break  # the stop came while it waited: `_drain` already has its runners
             self._handle(event, tg)
 
     def _handle(self, event: HiveEvent, tg: asyncio.TaskGroup) -> None:
@@ -508,7 +520,10 @@ class Daemon(WorkerLead):
                 self.request_dispatch()
         elif kind is HiveEventKind.AGENT_ADDED and name and self._wanted(name):
             self._configs_cache = None
-            if name not in self.runners and name not in self._retiring:
+            # Never once stopping: `_drain` would not know of its runner, which would then
+            # wait for a wake-up for ever, and the TaskGroup for it.
+            if (name not in self.runners and name not in self._retiring
+                    and not self.stopping.is_set()):
                 self._start_agent(tg, name)  # (one still retiring starts after: `_retire`)
                 self.request_dispatch()
         elif kind is HiveEventKind.AGENT_REMOVED and name:

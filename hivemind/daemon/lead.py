@@ -127,25 +127,25 @@ class WorkerLead:
         task.add_done_callback(self._worker_ends.discard)
 
     async def _worker_ended(self, link: WorkerLink) -> None:
-        """Once its process is gone: unless it ended as asked, say so once, and remove the
-        temp files it left mid-write (the next start would, maybe days later)."""
+        """Once its process is gone: unless it ended as asked, say so once; unless it
+        exited of itself, remove the temp files it left mid-write (the next start would,
+        maybe days later)."""
         await link.ended()
-        why = link.failure()
-        if why is None:
-            return
+        why = link.failure()  # None: as asked, or killed on the stop, which told of it
         agents = ", ".join(link.agents)
-        if self.stopping.is_set():
+        if why is not None and self.stopping.is_set():
             logger.warning(
                 "worker process %s ended while the daemon stopped (%s): the cycles of its "
                 "agents %s still in flight are marked interrupted at the next start",
                 link.pid, why, agents,
             )
-        else:
+        elif why is not None:
             logger.warning(
                 "worker process %s ended (%s): its agents %s run in this process (pid %d) "
                 "from now on", link.pid, why, agents, os.getpid(),
             )
-        await asyncio.to_thread(sweep_temps, self.hive)
+        if link.process.exitcode != 0:  # killed or crashed: maybe in the middle of a write
+            await asyncio.to_thread(sweep_temps, self.hive)
 
     async def _stop_workers(self) -> None:
         """Stop the workers with what is left of the grace period (all of it if the run

@@ -1,7 +1,8 @@
 """One daemon per hive: an exclusive `flock` on the hive's folder itself, and on
 `.hivemind/daemon.lock`, which holds the owner's pid for the message a second daemon
 prints. The folder's lock cannot be deleted away (`rm -rf .hivemind`, `git clean
--fdX`): a lock file can, and a second daemon then started beside the first.
+-fdX`): a lock file can, and a second daemon then started beside the first. Where
+the filesystem cannot lock a folder (NFS), the lock file alone holds, with a warning.
 
 The OS drops the locks when their process dies, so a stale lock from a killed
 daemon is simply taken over. A second lock, `.hivemind/workers.lock`, keeps a new
@@ -18,7 +19,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from hivemind.errors import HiveLockedError
+from hivemind.errors import HiveLockedError, LockUnavailableError
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)
@@ -33,18 +34,34 @@ class HiveLock:
         self._root_fd: int | None = None
 
     def acquire(self) -> None:
+        root_fd, problem = self._lock_folder()
+        try:
+            fd = self._pid_file()
+        except BaseException:
+            if root_fd is not None:
+                os.close(root_fd)  # closing drops its lock
+            raise
+        self._root_fd, self._fd = root_fd, fd
+        if problem:
+            logger.warning(
+                "%s: its folder cannot be locked here (%s): only %s keeps a second daemon "
+                "out, so leave .hivemind/ in place while this one runs",
+                self.hive.root, problem, self.hive.relative(self.hive.lock_file),
+            )
+
+    def _lock_folder(self) -> tuple[int | None, str]:
+        """The hive's folder, locked; or None, and why, where its filesystem cannot lock a
+        folder (NFS makes a flock a POSIX lock, which needs a descriptor open for writing)."""
         root_fd = os.open(self.hive.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:
             fcntl.flock(root_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(root_fd)
             raise HiveLockedError(self.hive.root, self._owner()) from None
-        try:
-            fd = self._pid_file()
-        except BaseException:
-            os.close(root_fd)  # closing drops its lock
-            raise
-        self._root_fd, self._fd = root_fd, fd
+        except OSError as exc:
+            os.close(root_fd)
+            return None, exc.strerror or str(exc)
+        return root_fd, ""
 
     def _pid_file(self) -> int:
         """The lock file, locked, with this process's pid in it."""
@@ -57,6 +74,12 @@ class HiveLock:
             pid = _read_pid(fd)
             os.close(fd)
             raise HiveLockedError(self.hive.root, pid) from None
+        except OSError as exc:
+            os.close(fd)
+            raise LockUnavailableError(
+                f"{path}: cannot be locked ({exc.strerror or exc}): hivemind run needs file "
+                "locks to keep a second daemon off the hive (on NFS: a running lock manager)"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         os.fsync(fd)
@@ -91,8 +114,10 @@ class HiveLock:
         old, self._fd = self._fd, fd
         with contextlib.suppress(OSError):
             os.close(old)
-        logger.warning("%s was removed while the daemon runs: written again (the hive "
-                       "stays locked all along)", self.hive.relative(self.hive.lock_file))
+        logger.warning("%s was removed while the daemon runs: written again (%s)",
+                       self.hive.relative(self.hive.lock_file),
+                       "the hive stays locked all along" if self._root_fd is not None else
+                       "the hive was not locked meanwhile: its folder cannot be locked here")
 
     def release(self) -> None:
         if self._fd is not None:
@@ -132,6 +157,7 @@ def _read_pid(fd: int) -> int | None:
 # it lives; a daemon that starts takes it exclusively (then lets it go) before it runs
 # any agent. A worker left by a killed daemon still holds it, so a restart waits for it
 # instead of running the same agents beside it. The kernel drops a dead process's lock.
+# A worker takes it again, on a new file, before each cycle if its file was removed.
 
 OLD_WORKERS_POLL = 0.1  # s between two looks while an earlier daemon's workers still run
 
@@ -149,6 +175,36 @@ def hold_as_worker(hive: Hive) -> int | None:
         return fd
     os.close(fd)
     return None
+
+
+def keep_holding(hive: Hive, fd: int) -> int:
+    """In a worker, before a cycle: the workers lock held again if its file was removed
+    (`rm -rf .hivemind`): a daemon started after this worker's lead died would otherwise
+    make a new one and find it free. Returns the descriptor now held."""
+    path = workers_lock_path(hive)
+    try:
+        held = os.fstat(fd)
+        now = os.stat(path)
+        if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            return fd
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return fd  # cannot tell: keep what is held
+    try:
+        new = _open_lock(path)
+    except OSError:
+        return fd
+    try:
+        taken = _try_flock(new, fcntl.LOCK_SH)  # False: a daemon holds it for a moment
+    except OSError:
+        taken = False
+    if not taken:
+        os.close(new)  # the next cycle tries again
+        return fd
+    with contextlib.suppress(OSError):
+        os.close(fd)  # its file is gone: nobody can see that lock any more
+    return new
 
 
 async def outlive_old_workers(hive: Hive, giving_up: asyncio.Event) -> bool:

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import statistics
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,11 @@ class StatusWriter:
         self.daemon = daemon
         self.started_at = utcnow()
         self._problem: str | None = None  # why the last write failed, until one succeeds
+        # The loop's write runs in a thread that cancelling the loop does not stop: it
+        # may still run when the final one comes. One at a time (they share a temp
+        # name), and none after the final one.
+        self._writing = threading.Lock()
+        self._final_written = False
 
     def snapshot(self, final: bool = False) -> dict[str, Any]:
         d = self.daemon
@@ -140,9 +146,16 @@ class StatusWriter:
         }
 
     def write(self, final: bool = False) -> None:
-        self._write(self.snapshot(final))
+        self._write(self.snapshot(final), final=final)
 
-    def _write(self, snapshot: dict[str, Any]) -> None:
+    def _write(self, snapshot: dict[str, Any], *, final: bool = False) -> None:
+        with self._writing:
+            if self._final_written:
+                return  # a refresh that lost the race with the final write: stale
+            self._final_written = final
+            self._replace(snapshot)
+
+    def _replace(self, snapshot: dict[str, Any]) -> None:
         """Write status.json whole. A failure (a full disk, .hivemind/ made read-only) is
         said once and tried again at the next refresh: the daemon's work goes on."""
         path = self.hive.status_file

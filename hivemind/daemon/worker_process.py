@@ -29,7 +29,7 @@ from hivemind.agent.budget import BudgetTracker
 from hivemind.agent.cycle import Agent
 from hivemind.agent.services import HiveServices
 from hivemind.daemon.gctune import daemon_gc_pace
-from hivemind.daemon.lock import hold_as_worker
+from hivemind.daemon.lock import hold_as_worker, keep_holding
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import HiveConfig
 from hivemind.llm.base import Provider
@@ -85,10 +85,11 @@ def worker_main(spec: WorkerSpec, conn: Connection) -> None:
     _die_with_lead()
     # Held until this process ends (see `lock`). Its lead must still be its parent once it
     # is held: a daemon started after the lead died waits for this worker from then on.
-    if hold_as_worker(Hive(spec.root)) is None or os.getppid() != spec.lead:
+    held = hold_as_worker(Hive(spec.root))
+    if held is None or os.getppid() != spec.lead:
         return  # the lead is gone already: its agents are not ours to run
     with daemon_gc_pace():
-        asyncio.run(_WorkerHost(spec, conn).run())
+        asyncio.run(_WorkerHost(spec, conn, held).run())
     # Everything is on disk and the pipe is closed: skip the interpreter's teardown, which
     # takes most of a second with the model SDK loaded, while the lead waits for the exit.
     logging.shutdown()
@@ -109,9 +110,11 @@ def _die_with_lead() -> None:
 class _WorkerHost:
     """Runs the cycles the lead asks for until told to stop (or the lead is gone)."""
 
-    def __init__(self, spec: WorkerSpec, conn: Connection) -> None:
+    def __init__(self, spec: WorkerSpec, conn: Connection, workers_lock: int) -> None:
         self.spec = spec
+        self.hive = Hive(spec.root)
         self.conn = conn
+        self.workers_lock = workers_lock  # the descriptor holding it (see `lock`)
         self.agents: dict[str, Agent] = {}
         self.cycles: set[asyncio.Task[None]] = set()
         self.stopping = asyncio.Event()
@@ -123,8 +126,7 @@ class _WorkerHost:
         return OfflineProvider() if self.spec.offline else make_provider(self.spec.config.provider)
 
     async def run(self) -> None:
-        spec = self.spec
-        hive = Hive(spec.root)
+        spec, hive = self.spec, self.hive
         config = spec.config.model_copy(deep=True)
         config.daemon.max_concurrent_calls = spec.model_calls
         services = HiveServices.open(hive, self._provider(), config, secrets=spec.secrets)
@@ -205,6 +207,7 @@ class _WorkerHost:
 
     async def _cycle(self, name: str, seq: int) -> None:
         agent = self.agents[name]
+        self.workers_lock = keep_holding(self.hive, self.workers_lock)
         try:
             report = await agent.cycle()
         except OSError as exc:

@@ -112,11 +112,12 @@ class WorkerLink:
         on_late: Callable[[Agent, Outcome], None],
         on_lost: Callable[[WorkerLink], None],
     ) -> None:
-        self.spec = spec
         self.agents = spec.agents
         self.alive = False  # its pipe is open
         self.killed = False  # by the lead, which had waited long enough for it to stop
+        self._killed_for: str | None = None  # a failure of its own the kill ended (`ended`)
         self._stop_sent = False
+        self._closed_unasked = False  # its pipe closed before it was asked to stop
         self._hurried = False
         self._on_dispatch = on_dispatch
         self._on_mail = on_mail
@@ -147,9 +148,14 @@ class WorkerLink:
         """
         self._loop = asyncio.get_running_loop()
         self._ready = self._loop.create_future()
-        with _main_left_out():
-            self.process.start()
-        self._child_conn.close()
+        try:
+            with _main_left_out():
+                self.process.start()
+        except BaseException:
+            self._conn.close()  # no worker: nobody will ever close it
+            raise
+        finally:
+            self._child_conn.close()  # the worker's end: a started worker has its own
         self.alive = True
         self._loop.add_reader(self._conn.fileno(), self._readable)
 
@@ -217,6 +223,7 @@ class WorkerLink:
         if not self.alive:
             return
         self.alive = False
+        self._closed_unasked = not self._stop_sent
         if self._loop is not None:
             self._loop.remove_reader(self._conn.fileno())
         error = WorkerLostError(f"the worker process of {', '.join(self.agents)} ended: {why}")
@@ -245,9 +252,12 @@ class WorkerLink:
             if self.alive:
                 self._send(("stop", 0.0))
 
-    def kill(self) -> None:
+    def kill(self, failure: str | None = None) -> None:
+        """Kill it; `failure` says what went wrong with it, where that is not the lead's
+        stop (which had waited long enough for it)."""
         if self.process.is_alive():
             self.killed = True
+            self._killed_for = failure
             self.process.kill()
 
     async def exited(self) -> None:
@@ -261,13 +271,18 @@ class WorkerLink:
         is still there LINGER seconds on (its agents are about to run elsewhere)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.exited(), LINGER)
-        self.kill()
+        # Its pipe closed unasked: still there, it has failed (stuck in its teardown, say).
+        # Asked to stop, it had closed its pipe as its last act: nothing of it is lost.
+        self.kill(f"it closed its pipe but was still there {LINGER:g} s on: killed"
+                  if self._closed_unasked else None)
         await self.exited()
 
     def failure(self) -> str | None:
         """How the process ended if that was not the lead's doing (None while it runs,
-        after it exited as asked, or once the lead killed it)."""
+        after it exited as asked, or once the lead killed it on a stop)."""
         code = self.process.exitcode
+        if code is not None and self._killed_for is not None:
+            return self._killed_for
         if code is None or self.killed or (code == 0 and self._stop_sent):
             return None
         if code < 0:
@@ -288,7 +303,8 @@ class WorkerLink:
         with contextlib.suppress(EOFError, OSError):
             while self.alive and self._conn.poll():
                 self._handle(self._conn.recv())
-        self._lost("it was stopped", tell=False)
+        # One that died meanwhile, its end not read yet, is told as one that died before.
+        self._lost("it was stopped", tell=self.process.exitcode not in (0, None))
         # Nobody waits for it now: a ready future that failed must not be reported unseen.
         if self._ready is not None and self._ready.done() and not self._ready.cancelled():
             self._ready.exception()
