@@ -359,10 +359,13 @@ class Agent:
                 self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
                 marks_mail = await self._record_flushed(p, report, calls)
         # Mail is marked read only now that the cycle's record is on disk.
+        unmoved = None
         if marks_mail:
             for item in p.unread:
                 self.mailbox.mark_read(item)
-        self.last_error = report.error
+                if not item.read:  # logged; and shown in status until a cycle runs clean
+                    unmoved = self.mailbox.problem
+        self.last_error = report.error or unmoved
         self._compact_history(ctx, calls)
         self.s.janitor.sweep(self.working)
         if self.s.ltm is not None and ctx.effects.memories and report.error is None:

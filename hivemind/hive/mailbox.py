@@ -127,6 +127,7 @@ class Mailbox:
         self._read_ids: dict[str, None] = {}
         self._told: set[str] = set()  # names not UTF-8 that could not be renamed
         self._unmoved: set[tuple[str, str]] = set()  # (name, why) told not marked read
+        self.problem: str | None = None  # the last message that could not be marked read
 
     def __repr__(self) -> str:
         return f"Mailbox({self.name!r})"
@@ -349,10 +350,12 @@ class Mailbox:
         return None
 
     def _not_moved(self, item: MailItem, why: str) -> Path:
-        """Log, once for each name and reason, that `item` was not marked read; its path."""
+        """Log, once for each name and reason, that `item` was not marked read (and keep
+        it as `problem`, for the agent's status); its path."""
+        self.problem = f"{shown(self.hive.relative(item.path))}: not marked read: {why}"
         if (item.path.name, why) not in self._unmoved:
             self._unmoved.add((item.path.name, why))
-            logger.warning("%s: not marked read: %s", shown(self.hive.relative(item.path)), why)
+            logger.warning("%s", self.problem)
         return item.path
 
     def _move(self, src: Path) -> Path:
