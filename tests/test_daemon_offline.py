@@ -760,3 +760,34 @@ def test_a_hive_where_no_file_can_be_locked_says_so_in_one_line(
 
     assert str(caught.value).startswith(f"{hive.lock_file}: cannot be locked (No locks available)")
     assert not daemon.runners
+
+
+def test_a_cycle_cut_by_the_stop_after_its_record_counts_in_the_summary(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary's cycles are the audit log's: a cycle whose record is written and
+    whose flush (a slow disk) outlasts the grace period still counts."""
+    flushing = asyncio.Event()
+
+    async def slow_flush(self: Agent, *args: Any) -> bool:
+        flushing.set()
+        await asyncio.sleep(30)  # the disk never comes back within the grace period
+        return False
+
+    monkeypatch.setattr(Agent, "_record_flushed", slow_flush)
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    config = fast_config(hive)
+    config.daemon.grace_period = 0.5
+    daemon = Daemon(hive, config, CountingProvider(), RunOptions())
+
+    async def main() -> None:
+        task = asyncio.create_task(daemon.run())
+        await asyncio.wait_for(flushing.wait(), 10)
+        daemon.stop("test")
+        await asyncio.wait_for(task, 10)
+
+    asyncio.run(main())
+    recorded = [json.loads(line) for line in hive.audit_path("worker").read_text().splitlines()]
+    assert len([r for r in recorded if r["event"] == "cycle"]) == 1
+    assert daemon.totals.cycles == 1

@@ -173,6 +173,9 @@ class Agent:
         # (ids of the specs, their JSON, the specs: kept alive so no id is reused)
         self._tools_text: tuple[tuple[int, ...], str, list[ToolSpec]] | None = None
         self._flushing: set[asyncio.Future[None]] = set()
+        # The report of a cycle whose record is written, until the cycle returns it: a
+        # stop that cuts the cycle after its record still counts it (`Daemon`).
+        self.recorded: CycleReport | None = None
 
     def recover(self) -> list[int]:
         """On daemon start: mark interrupted cycles, restore counters and budgets, and
@@ -226,6 +229,7 @@ class Agent:
     async def cycle(self) -> CycleReport:
         """Run one cycle if there is new input; otherwise return at once, free."""
         report = CycleReport(agent=self.name)
+        self.recorded = None
         cfg = self.config()
         self._audit_config_error()
         if cfg is None:
@@ -357,6 +361,7 @@ class Agent:
                 await start_flushed
                 text = said[-1] if said else ""
                 self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
+                self.recorded = report
                 marks_mail = await self._record_flushed(p, report, calls)
         # Mail is marked read only now that the cycle's record is on disk.
         unmoved = None

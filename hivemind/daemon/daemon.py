@@ -327,6 +327,12 @@ class Daemon(WorkerLead):
             self._quiet.clear()
             try:
                 report = await self._cycle(runner)
+            except asyncio.CancelledError:
+                # Cut by the stop: a cycle already recorded in the audit log is counted
+                # (the summary's cycles are the log's), one cut before its record is not.
+                if runner.worker is None and runner.agent.recorded is not None:
+                    self._count(runner.agent.recorded)
+                raise
             except OSError as exc:
                 report = self._broken_cycle(runner, exc)
             except Exception as exc:  # a bug of ours: this agent's cycle fails, not the hive
@@ -418,6 +424,11 @@ class Daemon(WorkerLead):
             agent.audit.append("error", cycle=agent.cycle_no, error=agent.last_error)
         return CycleReport(agent=agent.name, ran=True, error=agent.last_error, retry=True)
 
+    def _count(self, report: CycleReport) -> None:
+        self.totals.add(report)
+        if self._on_cycle is not None:
+            self._on_cycle(report)
+
     def _after_cycle(self, runner: AgentRunner, report: CycleReport) -> None:
         paused_on = utcnow().date() if report.reason == DAY_SPENT else None
         if paused_on != runner.paused_on and (report.ran or paused_on is not None):
@@ -429,9 +440,7 @@ class Daemon(WorkerLead):
             self._cycles_taken -= 1  # nothing new: it did not count as a cycle
             self._cycle_freed.set()
             return
-        self.totals.add(report)
-        if self._on_cycle is not None:
-            self._on_cycle(report)
+        self._count(report)
         if self.options.max_cycles is not None and self.totals.cycles >= self.options.max_cycles:
             self.stop("max-cycles")  # failed cycles count: each may have cost tokens
         if report.retry:

@@ -210,6 +210,10 @@ class _WorkerHost:
         self.workers_lock = keep_holding(self.hive, self.workers_lock)
         try:
             report = await agent.cycle()
+        except asyncio.CancelledError:
+            if agent.recorded is not None:  # cut after its record: counted as the lead's
+                self._send(("report", seq, agent.recorded, AgentState.of(agent)))
+            raise
         except OSError as exc:
             self._send(("broken", seq, _portable(exc), AgentState.of(agent)))
         except Exception as exc:  # a bug of ours: this cycle fails, not the worker
