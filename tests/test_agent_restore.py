@@ -19,7 +19,8 @@ from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.llm.offline import OfflineProvider
-from hivemind.memory.blocks import BlockType, HistoryBlock, utcnow
+from hivemind.memory.blocks import BlockType, ContextBlock, HistoryBlock, utcnow
+from hivemind.memory.earlier import EARLIER_ID
 from hivemind.memory.manager import WorkingMemoryManager
 from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import fast_config, run_until_idle, write_agent, write_task
@@ -208,3 +209,22 @@ def test_a_record_whose_time_is_unreadable_is_not_restored(hive: Hive) -> None:
     restore_history(log, ["t1"], working, limit=10, now=utcnow())
 
     assert [b.metadata["cycle"] for b in history(working)] == [2]
+
+
+def test_steps_older_than_the_newest_come_back_as_earlier_steps(hive: Hive) -> None:
+    """As the janitor leaves them live: the newest whole, the older a line each."""
+    log = AuditLog(hive.audit_path(AGENT), fsync=False)
+    for n in range(8):
+        cycle_record(log, n, ["t1"], f"workspace/step{n}.md")
+    working = WorkingMemoryManager()
+
+    assert restore_history(log, ["t1"], working, limit=3) == 3
+
+    assert [b.detail for b in history(working)] == [
+        json.dumps({"path": f"workspace/step{n}.md"}) for n in (5, 6, 7)
+    ]
+    earlier = working.get(EARLIER_ID)
+    assert isinstance(earlier, ContextBlock)
+    lines = earlier.summary.splitlines()[1:]
+    assert len(lines) == 5 and all(ln.startswith("- [t1] write_file: ") for ln in lines)
+    assert "step0.md" in lines[0] and "step4.md" in lines[-1]

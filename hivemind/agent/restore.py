@@ -19,6 +19,7 @@ from hivemind.agent.audit import AuditLog
 from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.toolrun import short
 from hivemind.memory.blocks import HistoryBlock, Priority, utcnow
+from hivemind.memory.earlier import fold
 from hivemind.memory.janitor import HISTORY_MAX_AGE
 from hivemind.memory.manager import WorkingMemoryManager
 
@@ -98,9 +99,12 @@ def _newest(steps: list[_Step], limit: int) -> list[_Step]:
     return kept[::-1]
 
 
-def _steps(audit: AuditLog, held: set[str], since: datetime, limit: int) -> list[HistoryBlock]:
-    """The newest `limit` steps, oldest first, still filed under a task of `held` that
-    were taken after `since`. As the live cycle does (`Agent._compact_history`), a
+def _steps(
+    audit: AuditLog, held: set[str], since: datetime, limit: int
+) -> tuple[list[HistoryBlock], list[HistoryBlock]]:
+    """The steps still filed under a task of `held` that were taken after `since`,
+    oldest first: the older ones (those a long log kept in memory) and the newest
+    `limit`. As the live cycle does (`Agent._compact_history`), a
     task's steps go when a cycle completes or fails it, so a task failed, retried and
     taken again starts with none of its failed attempt's."""
     steps: list[_Step] = []
@@ -119,7 +123,7 @@ def _steps(audit: AuditLog, held: set[str], since: datetime, limit: int) -> list
         if len(steps) > bound:  # a long log: keep the memory bounded
             steps = _newest(steps, limit)
             bound = max(bound, 2 * len(steps))
-    return [step.block() for step in steps[-limit:]]
+    return [s.block() for s in steps[:-limit]], [s.block() for s in steps[-limit:]]
 
 
 def restore_history(
@@ -127,11 +131,13 @@ def restore_history(
     max_age: timedelta = HISTORY_MAX_AGE, now: datetime | None = None,
 ) -> int:
     """Add the newest `limit` steps taken for the tasks of `held` in the last `max_age`
-    to `working`, each with the time of its record; how many."""
+    to `working`, each with the time of its record, and the older ones to its earlier
+    steps, as the janitor would have left them; how many steps came back whole."""
     wanted = set(held)
     if not wanted or limit <= 0:
         return 0
-    steps = _steps(audit, wanted, (now or utcnow()) - max_age, limit)
+    older, steps = _steps(audit, wanted, (now or utcnow()) - max_age, limit)
+    fold(working, older)
     for block in steps:
         working.add(block)
     return len(steps)
