@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
@@ -173,6 +174,10 @@ class RomRegistry:
 
 
 _KNOWLEDGE = "knowledge/"
+GLOB_CHECK_FILES = 20_000
+"""Files looked at, at most, to tell that a `watch` glob matches none: the check runs as
+a ROM is loaded, on the daemon's loop, and a huge workspace must not stall it (past
+that many, no warning: it cannot be told cheaply)."""
 _NOT_WATCHED = frozenset({".hivemind", "mailboxes"})  # as perceive never watches them
 
 
@@ -193,9 +198,20 @@ def glob_warnings(hive: Hive, config: AgentConfig) -> list[str]:
         if base.split("/", 1)[0] in _NOT_WATCHED:
             out.append(f"watch: {glob!r} is under {base.split('/', 1)[0]}/, which watch "
                        "never shows (mail and tasks reach the agent by themselves)")
-        elif not any(glob_match(glob, rel) for rel in _files(hive.root / base, base)):
+        elif _matches(glob, islice(_files(hive.root / base, base), GLOB_CHECK_FILES)) is False:
             out.append(f"watch: {glob!r} matches no file of the hive (yet)")
     return out
+
+
+def _matches(glob: str, paths: Iterable[str]) -> bool | None:
+    """Whether `glob` matches one of `paths`; None if none did but they were cut short
+    (GLOB_CHECK_FILES of them): the answer is not known."""
+    n = 0
+    for rel in paths:
+        n += 1
+        if glob_match(glob, rel):
+            return True
+    return None if n >= GLOB_CHECK_FILES else False
 
 
 def _files(folder: Path, prefix: str) -> Iterator[str]:
