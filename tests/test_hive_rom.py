@@ -10,9 +10,10 @@ import pytest
 
 from hivemind.agent.prompt import FixedTokens
 from hivemind.errors import ConfigError, UnknownAgentError
+from hivemind.hive import rom as rom_module
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import AgentSettings
+from hivemind.hive.models import AgentConfig, AgentSettings
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.status import hive_status
 from hivemind.memory.blocks import Priority
@@ -230,3 +231,26 @@ def test_refresh_rereads_only_changed_notes(hive: Hive) -> None:
     os.utime(note)
     assert index.refresh() is True
     assert [b.topic for b in index.blocks()] == ["Other"]
+
+
+def test_what_every_request_carries_stays_under_the_bound_the_warning_relies_on() -> None:
+    """The room warning counts the tools only where they could matter: below this bound."""
+    fixed = FixedTokens(default_registry(), TokenCounter())
+    assert fixed(AgentConfig(name="ann")) < rom_module.FIXED_TOKENS_MOST  # every tool
+
+
+def test_a_watch_glob_is_not_told_unmatched_when_too_many_files_were_left_unlooked(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check runs on the daemon's loop: it looks at so many files, then gives up."""
+    monkeypatch.setattr(rom_module, "GLOB_CHECK_FILES", 5)
+    for n in range(10):
+        (hive.workspace_dir / f"f{n}.md").write_text("x\n")
+    write_rom(hive, "ann", "---\nwatch: ['workspace/*.txt']\n---\n")
+    roms = RomRegistry(hive, AgentSettings())
+    roms.load("ann")
+    assert roms.warnings("ann") == []  # unknown after 5 files: not told
+    monkeypatch.setattr(rom_module, "GLOB_CHECK_FILES", 50)
+    roms = RomRegistry(hive, AgentSettings())
+    roms.load("ann")
+    assert roms.warnings("ann") == ["watch: 'workspace/*.txt' matches no file of the hive (yet)"]

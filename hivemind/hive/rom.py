@@ -21,7 +21,7 @@ from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
 from hivemind.hive.atomic import atomic_write
 from hivemind.hive.frontmatter import parse, read_text, rom_from_document
 from hivemind.hive.layout import Hive, is_temp_name
-from hivemind.hive.models import AgentConfig, AgentSettings
+from hivemind.hive.models import MIN_CONTEXT_TOKENS, AgentConfig, AgentSettings
 from hivemind.hive.paths import glob_match, glob_root
 from hivemind.hive.statcache import RACY_MARGIN, Sig, sig_of
 
@@ -108,7 +108,11 @@ class RomRegistry:
 
     def _warn(self, name: str, entry: _Entry, config: AgentConfig) -> None:
         """Note what in a valid ROM does not do what it says; log each new one once."""
-        fixed = self.fixed_tokens(config) if self.fixed_tokens is not None else 0
+        # Counting the tools loads the tokenizer (half a second for `hivemind status`):
+        # only where they could make the difference.
+        room = config.max_context_tokens - config.max_output_tokens
+        fixed = (self.fixed_tokens(config) if self.fixed_tokens is not None
+                 and room < MIN_CONTEXT_TOKENS + FIXED_TOKENS_MOST else 0)
         warnings = config.budget_warnings(fixed) + glob_warnings(self.hive, config)
         if self.tells_problems:
             shown = self.hive.relative(self.hive.rom_path(name))
@@ -174,6 +178,8 @@ class RomRegistry:
 
 
 _KNOWLEDGE = "knowledge/"
+FIXED_TOKENS_MOST = 10_000
+"""More than the preamble and every tool's definition take (about 2,200 tokens)."""
 GLOB_CHECK_FILES = 20_000
 """Files looked at, at most, to tell that a `watch` glob matches none: the check runs as
 a ROM is loaded, on the daemon's loop, and a huge workspace must not stall it (past
