@@ -423,3 +423,29 @@ def test_earlier_steps_keep_the_first_and_the_newest_and_count_those_between() -
     assert marker == f"- [… {60 - shown} more steps …]"
     fold(manager, [HistoryBlock(action="said", detail="hi", metadata={"task_ids": []})])
     assert manager.get(EARLIER_ID) is block  # a step for no task is not kept
+
+
+async def test_a_step_for_two_tasks_goes_when_the_second_ends_too(
+    hive: Hive, api: FakeAnthropic
+) -> None:
+    life = Life(hive, api)
+    life.task("t1")
+    life.task("t2")
+    life.said = "working on both"
+    life.mail("go")
+    await life.cycle()
+    life.said = "one done"
+    life.mail("first")
+    await life.cycle([life.call("complete_task", task_id="t1", result="ok")])
+    life.said = ""
+    life.mail("second")
+    during = await life.cycle([life.call("complete_task", task_id="t2", result="ok")])
+    life.mail("hello")
+
+    after = await life.cycle()
+
+    def said(entries: list[dict[str, Any]]) -> list[str]:
+        return [e["content"] for e in entries if e["metadata"].get("action") == "said"]
+
+    assert "said: working on both" in said(during)
+    assert said(after) == []

@@ -50,7 +50,7 @@ from hivemind.llm.pricing import estimate_cost
 from hivemind.ltm.records import recall_audit
 from hivemind.memory.blocks import BlockType, ContextBlock, HistoryBlock, Priority
 from hivemind.memory.builder import BuiltContext
-from hivemind.memory.earlier import forget_tasks
+from hivemind.memory.earlier import keep_tasks
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.memory.relevance import RelevanceScorer
 from hivemind.memory.selector import MemorySelector, Selection
@@ -575,13 +575,16 @@ class Agent:
         end; what it answered stays in view)."""
         fx = ctx.effects
         finished = {t: "done" for t in fx.tasks_completed} | {t: "failed" for t in fx.tasks_failed}
-        if not finished:
-            return
+        # Steps for tasks the agent no longer holds go: ended now, or before beside one
+        # that ends only now (a step for t1 and t2 outlived both), or handed back.
+        held = set(ctx.active_tasks)
         for block in self.working.by_type(BlockType.HISTORY):
             ids = block.metadata.get("task_ids") or []
-            if ids and all(t in finished for t in ids):
+            if ids and held.isdisjoint(ids):
                 self.working.remove(block.id)
-        forget_tasks(self.working, set(finished))
+        keep_tasks(self.working, held)
+        if not finished:
+            return
         said = {  # complete_task's result, fail_task's reason
             c["input"].get("task_id"): c["input"].get("result") or c["input"].get("reason")
             for c in calls if c["name"] in ("complete_task", "fail_task") and not c["error"]

@@ -4,8 +4,8 @@ The janitor keeps the newest history blocks (and none older than an hour); the
 steps it removes for tasks still held fold into one CONTEXT block, a line per
 step, so a decision taken at the start of a long task stays in view. The first
 steps stay (they set the course), then the newest; a marker counts those left
-out between. When the tasks a line was for have all ended, the line goes too:
-a finished task is summed up by its outcome elsewhere.
+out between. When the agent holds none of the tasks a line was for any more,
+the line goes too: a finished task is summed up by its outcome elsewhere.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ def fold(manager: WorkingMemoryManager, steps: Iterable[HistoryBlock]) -> None:
     _save(manager, lines, skipped)
 
 
-def forget_tasks(manager: WorkingMemoryManager, ended: set[str]) -> None:
-    """Drop the lines of steps whose tasks have all ended."""
+def keep_tasks(manager: WorkingMemoryManager, held: set[str]) -> None:
+    """Drop the lines of steps for none of the tasks `held`."""
     lines: list[tuple[tuple[str, ...], str]] = manager.scratch.get(_LINES, [])
-    kept = [(ids, text) for ids, text in lines if not set(ids) <= ended]
+    kept = [(ids, text) for ids, text in lines if not held.isdisjoint(ids)]
     if len(kept) != len(lines):
         _save(manager, kept, manager.scratch.get(_SKIPPED, 0) if kept else 0)
 
