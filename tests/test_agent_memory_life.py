@@ -420,7 +420,7 @@ def test_earlier_steps_keep_the_first_and_the_newest_and_count_those_between() -
     assert len(lines) <= LINES_KEPT + 1
     [marker] = [ln for ln in lines if "more steps" in ln]
     shown = len(lines) - 1
-    assert marker == f"- [… {60 - shown} more steps …]"
+    assert marker == f"- [t1] [… {60 - shown} more steps …]"
     fold(manager, [HistoryBlock(action="said", detail="hi", metadata={"task_ids": []})])
     assert manager.get(EARLIER_ID) is block  # a step for no task is not kept
 
@@ -449,3 +449,20 @@ async def test_a_step_for_two_tasks_goes_when_the_second_ends_too(
 
     assert "said: working on both" in said(during)
     assert said(after) == []
+
+
+async def test_steps_of_a_task_taken_away_are_not_shown_to_the_next_cycle(
+    hive: Hive, api: FakeAnthropic
+) -> None:
+    life = Life(hive, api)
+    (hive.workspace_dir / "data.md").write_text("# Data\n42\n")
+    held = life.task("t1")
+    life.mail("go")
+    await life.cycle([life.call("write_file", path="workspace/out.md", content="t1 draft")])
+    held.path.rename(hive.done_dir / held.path.name)  # a person finished it by hand
+    life.mail("something else")
+
+    seen = await life.cycle()
+
+    history = [e["content"] for e in seen if e["metadata"]["type"] == "history"]
+    assert not any("t1 draft" in h for h in history), history

@@ -228,3 +228,36 @@ def test_steps_older_than_the_newest_come_back_as_earlier_steps(hive: Hive) -> N
     lines = earlier.summary.splitlines()[1:]
     assert len(lines) == 5 and all(ln.startswith("- [t1] write_file: ") for ln in lines)
     assert "step0.md" in lines[0] and "step4.md" in lines[-1]
+
+
+def test_a_long_log_restores_a_tasks_first_steps_and_counts_those_between(hive: Hive) -> None:
+    log = AuditLog(hive.audit_path(AGENT), fsync=False)
+    for n in range(300):
+        cycle_record(log, n, ["t1"], f"workspace/step{n}.md")
+    working = WorkingMemoryManager()
+
+    assert restore_history(log, ["t1"], working, limit=3) == 3
+
+    earlier = working.get(EARLIER_ID)
+    assert isinstance(earlier, ContextBlock)
+    lines = earlier.summary.splitlines()[1:]
+    assert "step0.md" in lines[0] and "step7.md" in lines[7]
+    [marker] = [ln for ln in lines if "more steps" in ln]
+    shown = len(lines) - 1
+    assert marker == f"- [t1] [… {300 - 3 - shown} more steps …]"
+    assert "step296.md" in lines[-1]  # the newest three came back whole
+
+
+def test_a_step_older_than_an_hour_comes_back_as_an_earlier_step(hive: Hive) -> None:
+    log = AuditLog(hive.audit_path(AGENT), fsync=False)
+    cycle_record(log, 1, ["t1"], "workspace/old.md")
+    cycle_record(log, 2, ["t1"], "workspace/new.md")
+    working = WorkingMemoryManager()
+    later = utcnow() + HISTORY_MAX_AGE  # the first record is past the hour by then...
+
+    restore_history(log, ["t1"], working, limit=3, now=later + timedelta(seconds=1))
+
+    assert history(working) == []  # ...and so is the second
+    earlier = working.get(EARLIER_ID)
+    assert isinstance(earlier, ContextBlock)
+    assert ["old.md" in ln for ln in earlier.summary.splitlines()[1:]] == [True, False]

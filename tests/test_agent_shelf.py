@@ -123,8 +123,24 @@ async def test_the_notes_in_view_stay_the_same_while_the_work_is_the_same(
     big_knowledge_base(hive)
     agent = agent_with_task(hive, api, "When should I plant tomatoes?")
     first = await one_cycle(agent, api)
-    agent.s.post.send(HUMAN, "worker", "lunch", "Are you coming?")
+    # A mail whose subject names other notes: they are not swapped in (the notes are the
+    # cached prefix; the mail is answered from the tasks' notes and search_files).
+    agent.s.post.send(HUMAN, "worker", "unit7 procedure", "Are you coming?")
 
     second = await one_cycle(agent, api)
 
     assert knowledge_ids(second) == knowledge_ids(first) == ["knowledge/garden/tomato.md"]
+
+
+async def test_holding_no_task_the_notes_follow_the_unread_mail(
+    hive: Hive, api: Model
+) -> None:
+    write_agent(hive, "worker", front=ROM)
+    big_knowledge_base(hive)
+    services = HiveServices.open(hive, provider(api.api), fast_config(hive))
+    agent = Agent("worker", services)
+    services.post.send(HUMAN, "worker", "tomatoes", "When do I plant them?")
+
+    body = await one_cycle(agent, api)
+
+    assert knowledge_ids(body) == ["knowledge/garden/tomato.md"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.memory.blocks import ContextBlock, FileBlock, HistoryBlock, RomBlock
+from hivemind.memory.blocks import ContextBlock, FileBlock, HistoryBlock, MessageBlock, RomBlock
 from hivemind.memory.compressor import MemoryCompressor, python_signatures
 from hivemind.memory.tokens import TokenCounter
 
@@ -191,3 +191,11 @@ def test_one_huge_history_entry_keeps_its_action_line() -> None:
 def test_the_rom_is_never_compressed() -> None:
     rom = RomBlock(agent="lead", location="agents/lead/ROM.md")
     assert MemoryCompressor(max_block_tokens=200).compress(rom, "word " * 5000) is None
+
+
+def test_a_long_message_is_cut_without_pointing_at_a_file_no_tool_reads() -> None:
+    message = MessageBlock(from_agent="ann", to_agent="bob", subject="s",
+                           full_path="mailboxes/bob/new/m.md")
+    out = MemoryCompressor(max_block_tokens=200).compress(message, "word " * 5000)
+    assert out is not None and out.startswith("[compressed: head of mailboxes/bob/new/m.md")
+    assert "read_file" not in out.splitlines()[0] and "ask its sender" in out.splitlines()[0]

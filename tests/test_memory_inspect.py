@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from hivemind.cli import inspect_cmd
 from hivemind.hive.layout import Hive
 from hivemind.ltm.store import LongTermMemory
+from tests.helpers import write_agent
 
 
 @pytest.fixture
@@ -279,3 +280,19 @@ def test_a_rom_over_the_budget_is_reported_not_raised(app: typer.Typer, example:
     assert code == 2
     assert "CRITICAL blocks need" in out and "rom:lead" in out
     assert "Traceback" not in out
+
+
+def test_a_dropped_file_is_counted_compressed_as_a_kept_one_is(
+    app: typer.Typer, hive: Hive
+) -> None:
+    """Six copies of one long file in a small budget: each counts the same tokens,
+    kept or dropped (dropped ones were counted under the 8,000-token cap)."""
+    write_agent(hive, "worker", front="watch: ['workspace/*.txt']\n")
+    for i in range(6):
+        (hive.workspace_dir / f"big{i}.txt").write_text(("lorem ipsum dolor sit amet " * 12
+                                                          + "\n") * 300)
+    code, out = run(app, "worker", "--hive", str(hive.root), "--budget", "2000", "--json")
+    assert code == 0, out
+    rows = [r for r in json.loads(out)["blocks"] if r["type"] == "file"]
+    assert any(r["kept"] for r in rows) and any(not r["kept"] for r in rows)
+    assert len({r["tokens"] for r in rows}) == 1

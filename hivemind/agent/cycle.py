@@ -325,6 +325,7 @@ class Agent:
         report.ran = True
         task_ids = list(p.active)
         mail_ids = [m.message.id for m in p.unread]
+        self._keep_steps_of(set(p.active))  # (a task taken away since the last cycle)
         view = await self.view(cfg, p)
         built, dropped = view.context, view.dropped_rows()
         request = self._request(cfg, view)
@@ -497,7 +498,10 @@ class Agent:
         budget = budget or max(MIN_CONTEXT_TOKENS,
                                self.budget_for(cfg) - self.s.counter.count(team))
         recalled = self._recall_memories(cfg, p, focus, budget, touch=not looking)
-        blocks = self.shelf.choose(self.working.blocks(), self.scorer, budget)
+        # Notes follow the tasks held (they are the cached prefix); holding none, the mail.
+        work = " ".join(r.task.title + " " + r.task.body[:500] for r in p.active.values())
+        blocks = self.shelf.choose(self.working.blocks(), work or focus, self.scorer, budget,
+                                   self.s.compressor.max_block_tokens)
         selection = self.selector.select(blocks, budget)
         built = await self.s.builder.build(selection, budget)
         rom = [e for e in built.entries if e["metadata"].get("type") == BlockType.ROM.value]
@@ -575,14 +579,7 @@ class Agent:
         end; what it answered stays in view)."""
         fx = ctx.effects
         finished = {t: "done" for t in fx.tasks_completed} | {t: "failed" for t in fx.tasks_failed}
-        # Steps for tasks the agent no longer holds go: ended now, or before beside one
-        # that ends only now (a step for t1 and t2 outlived both), or handed back.
-        held = set(ctx.active_tasks)
-        for block in self.working.by_type(BlockType.HISTORY):
-            ids = block.metadata.get("task_ids") or []
-            if ids and held.isdisjoint(ids):
-                self.working.remove(block.id)
-        keep_tasks(self.working, held)
+        self._keep_steps_of(set(ctx.active_tasks))
         if not finished:
             return
         said = {  # complete_task's result, fail_task's reason
@@ -601,6 +598,15 @@ class Agent:
             id=FINISHED_ID, context_type="finished_tasks", priority=Priority.LOW,
             summary="\n".join(["Tasks you finished recently:", *lines]),
         ))
+
+    def _keep_steps_of(self, held: set[str]) -> None:
+        """Steps for tasks the agent no longer holds go: ended now, or before beside one
+        that ends only now (a step for t1 and t2 outlived both), or taken away."""
+        for block in self.working.by_type(BlockType.HISTORY):
+            ids = block.metadata.get("task_ids") or []
+            if ids and held.isdisjoint(ids):
+                self.working.remove(block.id)
+        keep_tasks(self.working, held)
 
     def _tools_json(self, tools: list[ToolSpec]) -> str:
         """The tool definitions as sent; the registry hands out the same spec objects

@@ -50,16 +50,19 @@ def _row(
     }
 
 
-async def _counted(services: HiveServices, blocks: list[AnyBlock]) -> dict[str, int]:
-    """Tokens of each block's entry as the builder would count it if kept (its content
-    loaded, a long one compressed): dropped blocks on the same basis as kept ones."""
+async def _counted(
+    services: HiveServices, blocks: list[AnyBlock], budget: int
+) -> dict[str, int]:
+    """Tokens of each block's entry as the builder would count it if kept in a context
+    of `budget` (its content loaded, a long one compressed as it would be there):
+    dropped blocks on the same basis as kept ones."""
     if not blocks:
         return {}
     scratch = ContextBuilder(services.loader, services.counter, services.compressor)
     unbounded = sys.maxsize
     everything = Selection(kept=blocks, dropped=[], tokens={}, scores={}, budget=unbounded,
                            used=0)
-    return (await scratch.build(everything, unbounded)).token_counts
+    return (await scratch.build(everything, unbounded, cap_budget=budget)).token_counts
 
 
 def _budget_parts(
@@ -126,7 +129,7 @@ async def _inspect(
     # One basis per figure. `tokens`: counted, as the model gets the entry (for a dropped
     # block: as it would). `estimated`: the selector's guess made before reading
     # anything, which it keeps and drops by and its "over budget at" reasons count.
-    counted = await _counted(services, [d.block for d in sel.dropped])
+    counted = await _counted(services, [d.block for d in sel.dropped], view.budget)
     rows = [
         _row(b, built.token_counts[b.id], sel.tokens.get(b.id), True, built.notes.get(b.id, ""))
         for b in sel.kept

@@ -5,7 +5,8 @@ agent still holds, the steps it took (its tool calls and what it said, with thei
 results as the log kept them) come back as HISTORY blocks, the newest `limit` of them,
 so after a restart the model does not start those tasks over blind. What comes back is
 what a live agent would still hold: no step of a task that ended (even one taken up
-again since), none older than the janitor lets history get, each with its own time.
+again since), the newest of the last hour whole, each with its own time, the others
+as the janitor leaves them: earlier-steps lines.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hivemind.agent.audit import AuditLog
 from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.toolrun import short
 from hivemind.memory.blocks import HistoryBlock, Priority, utcnow
-from hivemind.memory.earlier import fold
+from hivemind.memory.earlier import FIRST_KEPT, LINES_KEPT, add_skipped, fold
 from hivemind.memory.janitor import HISTORY_MAX_AGE
 from hivemind.memory.manager import WorkingMemoryManager
 
@@ -85,45 +86,61 @@ def _ended(rec: Mapping[str, Any]) -> set[str]:
             for t in effects.get(key) or [] if isinstance(t, str)}
 
 
-def _newest(steps: list[_Step], limit: int) -> list[_Step]:
-    """`steps` less those that can never be among the newest `limit` restored: a step
-    whose every task has `limit` newer steps kept (an end that takes the task off those
-    newer steps takes it off this one too)."""
-    counts: dict[str, int] = {}
-    kept: list[_Step] = []
-    for step in reversed(steps):
-        if any(counts.get(t, 0) < limit for t in step.task_ids):
-            kept.append(step)
-            for t in step.task_ids:
-                counts[t] = counts.get(t, 0) + 1
-    return kept[::-1]
+def _trim(steps: list[_Step], keep_newest: int, dropped: dict[tuple[str, ...], int]) -> list[_Step]:
+    """`steps` less those neither among the first FIRST_KEPT nor the newest
+    `keep_newest` of any of their tasks (what a live agent would still show, whole or
+    as an earlier-steps line); those left out are counted in `dropped`, per tasks."""
+    keep = [False] * len(steps)
+    newer: dict[str, int] = {}
+    for i in range(len(steps) - 1, -1, -1):
+        ids = steps[i].task_ids
+        if any(newer.get(t, 0) < keep_newest for t in ids):
+            keep[i] = True
+        for t in ids:
+            newer[t] = newer.get(t, 0) + 1
+    older: dict[str, int] = {}
+    for i, step in enumerate(steps):
+        if any(older.get(t, 0) < FIRST_KEPT for t in step.task_ids):
+            keep[i] = True
+        for t in step.task_ids:
+            older[t] = older.get(t, 0) + 1
+        if not keep[i]:
+            key = tuple(step.task_ids)
+            dropped[key] = dropped.get(key, 0) + 1
+    return [step for step, k in zip(steps, keep, strict=True) if k]
 
 
 def _steps(
-    audit: AuditLog, held: set[str], since: datetime, limit: int
-) -> tuple[list[HistoryBlock], list[HistoryBlock]]:
-    """The steps still filed under a task of `held` that were taken after `since`,
-    oldest first: the older ones (those a long log kept in memory) and the newest
-    `limit`. As the live cycle does (`Agent._compact_history`), a
-    task's steps go when a cycle completes or fails it, so a task failed, retried and
-    taken again starts with none of its failed attempt's."""
+    audit: AuditLog, held: set[str], limit: int
+) -> tuple[list[_Step], dict[tuple[str, ...], int]]:
+    """The steps still filed under a task of `held`, oldest first (a long log: the
+    first and the newest of each task), and how many were left out between, per
+    tasks. As the live cycle does (`Agent._compact_history`), a task's steps go when a
+    cycle completes or fails it, so a task failed, retried and taken again starts with
+    none of its failed attempt's."""
     steps: list[_Step] = []
-    bound = 4 * limit
+    dropped: dict[tuple[str, ...], int] = {}
+    keep_newest = limit + LINES_KEPT
+    bound = 4 * keep_newest
     for rec in audit.records():
         if rec.get("event") != "cycle":
             continue
         at = _record_time(rec)
-        if at is not None and at >= since:
+        if at is not None:
             steps.extend(_record_steps(rec, at, held))
         ended = _ended(rec) & held
         if ended:
             for step in steps:
                 step.task_ids = [t for t in step.task_ids if t not in ended]
             steps = [s for s in steps if s.task_ids]
+            for key in [k for k in dropped if not ended.isdisjoint(k)]:
+                n, rest = dropped.pop(key), tuple(t for t in key if t not in ended)
+                if rest:
+                    dropped[rest] = dropped.get(rest, 0) + n
         if len(steps) > bound:  # a long log: keep the memory bounded
-            steps = _newest(steps, limit)
+            steps = _trim(steps, keep_newest, dropped)
             bound = max(bound, 2 * len(steps))
-    return [s.block() for s in steps[:-limit]], [s.block() for s in steps[-limit:]]
+    return steps, dropped
 
 
 def restore_history(
@@ -136,8 +153,20 @@ def restore_history(
     wanted = set(held)
     if not wanted or limit <= 0:
         return 0
-    older, steps = _steps(audit, wanted, (now or utcnow()) - max_age, limit)
-    fold(working, older)
-    for block in steps:
+    since = (now or utcnow()) - max_age
+    steps, dropped = _steps(audit, wanted, limit)
+    recent = {id(s) for s in [s for s in steps if s.at >= since][-limit:]}
+    groups: dict[tuple[str, ...], list[_Step]] = {}
+    for step in steps:
+        if id(step) not in recent:
+            groups.setdefault(tuple(step.task_ids), []).append(step)
+    for key in dropped.keys() - groups.keys():
+        groups[key] = []
+    for key, older in groups.items():  # each task's first lines, the count, the newest
+        fold(working, [s.block() for s in older[:FIRST_KEPT]])
+        add_skipped(working, key, dropped.get(key, 0))
+        fold(working, [s.block() for s in older[FIRST_KEPT:]])
+    blocks = [s.block() for s in steps if id(s) in recent]
+    for block in blocks:
         working.add(block)
-    return len(steps)
+    return len(blocks)

@@ -3,10 +3,12 @@
 All the notes it may see, while together they take at most a quarter of its
 context budget: a small knowledge base is always in view, and the same notes
 cycle after cycle keep the cached prefix. Past that share, only the notes whose
-topic or path shares a word with what the agent works on (its tasks and unread
-mail, the scorer's keywords) come in, most words shared first, until the share
-is full; one line tells the model how many others there are and how to find
-them. 3,000 notes no longer fill a 100k context whatever the task.
+topic or path shares a word with what the agent works on come in, most words
+shared first, until the share is full; one line tells the model how many others
+there are and how to find them. 3,000 notes no longer fill a 100k context
+whatever the task. What it works on: the tasks it holds (not the subjects of its
+mail, which come and go: notes are the stable part of the context, which the
+prompt cache serves); holding none, its unread mail.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hivemind.memory.blocks import AnyBlock, ContextBlock, KnowledgeBlock, Priority
-from hivemind.memory.relevance import RelevanceScorer
-from hivemind.memory.selector import ENVELOPE_TOKENS, block_cap
+from hivemind.memory.relevance import RelevanceScorer, keywords
+from hivemind.memory.selector import DEFAULT_MAX_BLOCK_TOKENS, ENVELOPE_TOKENS, block_cap
 
 KNOWLEDGE_SHARE = 4  # notes take at most 1/4 of the budget
 _CHARS_PER_TOKEN = 4  # a note's size in tokens, before it is read: its bytes / 4
@@ -37,17 +39,20 @@ class KnowledgeShelf:
         self._line: ContextBlock | None = None  # kept while its text is the same
 
     def choose(
-        self, blocks: list[AnyBlock], scorer: RelevanceScorer, budget: int
+        self, blocks: list[AnyBlock], work: str, scorer: RelevanceScorer, budget: int,
+        most: int | None = DEFAULT_MAX_BLOCK_TOKENS,
     ) -> list[AnyBlock]:
         """`blocks` with the knowledge notes that are not in view left out (the same
-        list when all are), and a line saying how many were."""
+        list when all are), and a line saying how many were. `work`: the text of what
+        the agent works on; `scorer` gives each note's words; `most`: the compressor's
+        cap on one block."""
         notes = [b for b in blocks if isinstance(b, KnowledgeBlock)]
         if not notes:
             return blocks
-        key = (budget, scorer.generation, *map(id, notes))
+        key = (budget, most, work, *map(id, notes))
         memo = self._memo
         if memo is None or memo.key != key:
-            memo = self._memo = self._choose(notes, scorer, budget, key)
+            memo = self._memo = self._choose(notes, keywords(work), scorer, budget, most, key)
         if not memo.left_out:
             return blocks
         inside = set(map(id, memo.blocks))
@@ -56,15 +61,14 @@ class KnowledgeShelf:
         return chosen
 
     def _choose(
-        self, notes: list[KnowledgeBlock], scorer: RelevanceScorer, budget: int,
-        key: tuple[object, ...],
+        self, notes: list[KnowledgeBlock], task: frozenset[str], scorer: RelevanceScorer,
+        budget: int, most: int | None, key: tuple[object, ...],
     ) -> _Memo:
         share = budget // KNOWLEDGE_SHARE
-        cap = block_cap(budget)
+        cap = block_cap(budget, most)
         sizes = [_size(note, cap) for note in notes]
         if sum(sizes) <= share:
             return _Memo(key, list(notes), 0)
-        task = scorer.task_keywords
         shared = [len(task & scorer.words(note)) for note in notes]
         # Most words shared first; then the smaller note; then by location (stable).
         order = sorted(
@@ -83,7 +87,8 @@ class KnowledgeShelf:
         text = (
             f"{left_out} of the {total} notes under knowledge/ are not shown: together "
             "they are more than a quarter of your context, so only notes whose topic or "
-            "path shares a word with your tasks and unread mail are. search_files or "
+            "path shares a word with your tasks (holding none: your unread mail) are. "
+            "search_files or "
             "list_files on knowledge/ finds the others; read_file shows one."
         )
         line = self._line

@@ -172,8 +172,11 @@ class ContextBuilder:
         self._parts: dict[int, _Part] = {}
         self._latest: dict[str, _Part] = {}  # the last rendering per block id
 
-    async def build(self, selection: Selection, budget: int | None = None) -> BuiltContext:
-        """Load, compress, count, enforce `budget` (default: the selection's), render."""
+    async def build(
+        self, selection: Selection, budget: int | None = None, *, cap_budget: int | None = None
+    ) -> BuiltContext:
+        """Load, compress, count, enforce `budget` (default: the selection's), render.
+        `cap_budget`: the budget long blocks are compressed for (default: `budget`)."""
         budget = selection.budget if budget is None else budget
         blocks: list[AnyBlock] = []
         seen: set[str] = set()
@@ -183,8 +186,8 @@ class ContextBuilder:
                 blocks.append(b)
         contents = await self._load(blocks)
         # Blocks over a share of the budget are compressed, as the selector counted them.
-        cap = block_cap(budget, None if self.compressor is None else
-                        self.compressor.max_block_tokens)
+        cap = block_cap(budget if cap_budget is None else cap_budget,
+                        None if self.compressor is None else self.compressor.max_block_tokens)
         parts = [self._part(b, contents.get(b.id), cap) for b in blocks]
         if len(self._parts) > 2 * len(parts) + 1024:  # forget blocks no longer kept
             self._parts = {id(p.block): p for p in parts}

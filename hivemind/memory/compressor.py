@@ -188,8 +188,12 @@ class MemoryCompressor:
         body, cut = self._fit(body, limit - _LABEL_TOKENS)
         after = self.counter.count_json(body)
         label = f"[compressed: {kind} of {name}, {before} → {after} tokens"
-        # The model can read the rest: read_file takes a line range.
-        whole = "; read_file reads the whole file in parts" if loc else ""
+        # The model can read the rest of a file (read_file takes a line range), but no
+        # tool reads mailboxes/.
+        if isinstance(block, MessageBlock):
+            whole = "; the rest is not shown: ask its sender if it matters"
+        else:
+            whole = "; read_file reads the whole file in parts" if loc else ""
         return f"{label}{', truncated' if cut else ''}{whole}]\n{body}"
 
     def _shrink(self, block: AnyBlock, name: str, text: str) -> tuple[str, str]:
