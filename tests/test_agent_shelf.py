@@ -144,3 +144,17 @@ async def test_holding_no_task_the_notes_follow_the_unread_mail(
     body = await one_cycle(agent, api)
 
     assert knowledge_ids(body) == ["knowledge/garden/tomato.md"]
+
+
+async def test_the_line_on_notes_left_out_names_only_tools_the_agent_has(
+    hive: Hive, api: Model
+) -> None:
+    write_agent(hive, "worker", front=ROM + "tools: [send_message, read_file, complete_task]\n")
+    big_knowledge_base(hive)
+    agent = agent_with_task(hive, api, "When should I plant tomatoes?")
+
+    body = await one_cycle(agent, api)
+
+    [line] = [e for e in context_entries(body) if e["id"] == LEFT_OUT_ID]
+    assert "search_files" not in line["content"] and "list_files" not in line["content"]
+    assert line["content"].endswith("read_file shows one whose path you know.")

@@ -501,7 +501,7 @@ class Agent:
         # Notes follow the tasks held (they are the cached prefix); holding none, the mail.
         work = " ".join(r.task.title + " " + r.task.body[:500] for r in p.active.values())
         blocks = self.shelf.choose(self.working.blocks(), work or focus, self.scorer, budget,
-                                   self.s.compressor.max_block_tokens)
+                                   self.s.compressor.max_block_tokens, cfg.tools)
         selection = self.selector.select(blocks, budget)
         built = await self.s.builder.build(selection, budget)
         rom = [e for e in built.entries if e["metadata"].get("type") == BlockType.ROM.value]

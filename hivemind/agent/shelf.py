@@ -40,12 +40,12 @@ class KnowledgeShelf:
 
     def choose(
         self, blocks: list[AnyBlock], work: str, scorer: RelevanceScorer, budget: int,
-        most: int | None = DEFAULT_MAX_BLOCK_TOKENS,
+        most: int | None = DEFAULT_MAX_BLOCK_TOKENS, tools: list[str] | None = None,
     ) -> list[AnyBlock]:
         """`blocks` with the knowledge notes that are not in view left out (the same
         list when all are), and a line saying how many were. `work`: the text of what
         the agent works on; `scorer` gives each note's words; `most`: the compressor's
-        cap on one block."""
+        cap on one block; `tools`: the ROM's allow-list (None: every tool)."""
         notes = [b for b in blocks if isinstance(b, KnowledgeBlock)]
         if not notes:
             return blocks
@@ -57,7 +57,7 @@ class KnowledgeShelf:
             return blocks
         inside = set(map(id, memo.blocks))
         chosen = [b for b in blocks if not isinstance(b, KnowledgeBlock) or id(b) in inside]
-        chosen.append(self._left_out_line(memo.left_out, len(notes)))
+        chosen.append(self._left_out_line(memo.left_out, len(notes), tools))
         return chosen
 
     def _choose(
@@ -83,13 +83,19 @@ class KnowledgeShelf:
         kept: list[AnyBlock] = [note for i, note in enumerate(notes) if i in inside]
         return _Memo(key, kept, len(notes) - len(kept))
 
-    def _left_out_line(self, left_out: int, total: int) -> ContextBlock:
+    def _left_out_line(self, left_out: int, total: int, tools: list[str] | None) -> ContextBlock:
+        finders = [t for t in ("search_files", "list_files") if tools is None or t in tools]
+        reads = tools is None or "read_file" in tools
+        if finders:
+            how = (f"{' or '.join(finders)} on knowledge/ finds the others"
+                   + ("; read_file shows one." if reads else "."))
+        else:
+            how = "read_file shows one whose path you know." if reads else (
+                "you have no tool to read them.")
         text = (
             f"{left_out} of the {total} notes under knowledge/ are not shown: together "
             "they are more than a quarter of your context, so only notes whose topic or "
-            "path shares a word with your tasks (holding none: your unread mail) are. "
-            "search_files or "
-            "list_files on knowledge/ finds the others; read_file shows one."
+            "path shares a word with your tasks (holding none: your unread mail) are. " + how
         )
         line = self._line
         if line is None or line.summary != text:
