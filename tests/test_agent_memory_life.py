@@ -91,6 +91,12 @@ def ids(entries: list[dict[str, Any]], kind: str) -> list[str]:
     return [e["id"] for e in entries if e["metadata"]["type"] == kind]
 
 
+def said(entries: list[dict[str, Any]], with_tasks: bool = False) -> list[Any]:
+    """What the agent said, as the context shows it (and the tasks it was for)."""
+    return [(e["content"], e["metadata"]["task_ids"]) if with_tasks else e["content"]
+            for e in entries if e["metadata"].get("action") == "said"]
+
+
 def entry(entries: list[dict[str, Any]], entry_id: str) -> dict[str, Any]:
     return next(e for e in entries if e["id"] == entry_id)
 
@@ -337,11 +343,7 @@ async def test_what_the_agent_said_is_compacted_with_the_tasks_it_held(
 
     after = await life.cycle()
 
-    def said(entries: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
-        return [(e["content"], e["metadata"]["task_ids"]) for e in entries
-                if e["metadata"].get("action") == "said"]
-
-    assert said(during) == [("said: working on t1 now", ["t1"])]
+    assert said(during, with_tasks=True) == [("said: working on t1 now", ["t1"])]
     assert said(after) == []
 
 
@@ -443,9 +445,6 @@ async def test_a_step_for_two_tasks_goes_when_the_second_ends_too(
     life.mail("hello")
 
     after = await life.cycle()
-
-    def said(entries: list[dict[str, Any]]) -> list[str]:
-        return [e["content"] for e in entries if e["metadata"].get("action") == "said"]
 
     assert "said: working on both" in said(during)
     assert said(after) == []

@@ -211,36 +211,33 @@ def test_a_record_whose_time_is_unreadable_is_not_restored(hive: Hive) -> None:
     assert [b.metadata["cycle"] for b in history(working)] == [2]
 
 
-def test_steps_older_than_the_newest_come_back_as_earlier_steps(hive: Hive) -> None:
-    """As the janitor leaves them live: the newest whole, the older a line each."""
+def restored_steps(hive: Hive, steps: int, limit: int) -> tuple[WorkingMemoryManager, list[str]]:
+    """Working memory after a restart from a log of `steps` steps of t1, one a cycle,
+    and the lines of its earlier steps."""
     log = AuditLog(hive.audit_path(AGENT), fsync=False)
-    for n in range(8):
+    for n in range(steps):
         cycle_record(log, n, ["t1"], f"workspace/step{n}.md")
     working = WorkingMemoryManager()
+    assert restore_history(log, ["t1"], working, limit=limit) == limit
+    earlier = working.get(EARLIER_ID)
+    assert isinstance(earlier, ContextBlock)
+    return working, earlier.summary.splitlines()[1:]
 
-    assert restore_history(log, ["t1"], working, limit=3) == 3
+
+def test_steps_older_than_the_newest_come_back_as_earlier_steps(hive: Hive) -> None:
+    """As the janitor leaves them live: the newest whole, the older a line each."""
+    working, lines = restored_steps(hive, 8, limit=3)
 
     assert [b.detail for b in history(working)] == [
         json.dumps({"path": f"workspace/step{n}.md"}) for n in (5, 6, 7)
     ]
-    earlier = working.get(EARLIER_ID)
-    assert isinstance(earlier, ContextBlock)
-    lines = earlier.summary.splitlines()[1:]
     assert len(lines) == 5 and all(ln.startswith("- [t1] write_file: ") for ln in lines)
     assert "step0.md" in lines[0] and "step4.md" in lines[-1]
 
 
 def test_a_long_log_restores_a_tasks_first_steps_and_counts_those_between(hive: Hive) -> None:
-    log = AuditLog(hive.audit_path(AGENT), fsync=False)
-    for n in range(300):
-        cycle_record(log, n, ["t1"], f"workspace/step{n}.md")
-    working = WorkingMemoryManager()
+    _, lines = restored_steps(hive, 300, limit=3)
 
-    assert restore_history(log, ["t1"], working, limit=3) == 3
-
-    earlier = working.get(EARLIER_ID)
-    assert isinstance(earlier, ContextBlock)
-    lines = earlier.summary.splitlines()[1:]
     assert "step0.md" in lines[0] and "step7.md" in lines[7]
     [marker] = [ln for ln in lines if "more steps" in ln]
     shown = len(lines) - 1

@@ -61,6 +61,13 @@ def big_knowledge_base(hive: Hive, n: int = 300) -> None:
     )
 
 
+def over_big_base(hive: Hive, api: Model, text: str, front: str = ROM) -> Agent:
+    """`worker` (ROM `front`) over `big_knowledge_base`, holding task t1 (`text`)."""
+    write_agent(hive, "worker", front=front)
+    big_knowledge_base(hive)
+    return agent_with_task(hive, api, text)
+
+
 def knowledge_ids(body: Any) -> list[str]:
     return [e["id"] for e in context_entries(body) if e["metadata"]["type"] == "knowledge"]
 
@@ -88,9 +95,7 @@ async def test_a_small_knowledge_base_is_in_view_whole(hive: Hive, api: Model) -
 async def test_of_a_large_knowledge_base_only_notes_sharing_a_word_with_the_task_come(
     hive: Hive, api: Model
 ) -> None:
-    write_agent(hive, "worker", front=ROM)
-    big_knowledge_base(hive)
-    agent = agent_with_task(hive, api, "When should I plant tomatoes?")
+    agent = over_big_base(hive, api, "When should I plant tomatoes?")
 
     body = await one_cycle(agent, api)
 
@@ -103,10 +108,8 @@ async def test_of_a_large_knowledge_base_only_notes_sharing_a_word_with_the_task
 async def test_notes_matching_the_task_fill_at_most_a_quarter_of_the_budget(
     hive: Hive, api: Model
 ) -> None:
-    write_agent(hive, "worker", front=ROM)
-    big_knowledge_base(hive)
     # Every note shares words with this task.
-    agent = agent_with_task(hive, api, "Follow the procedure steps for this unit.")
+    agent = over_big_base(hive, api, "Follow the procedure steps for this unit.")
 
     body = await one_cycle(agent, api)
 
@@ -119,9 +122,7 @@ async def test_notes_matching_the_task_fill_at_most_a_quarter_of_the_budget(
 async def test_the_notes_in_view_stay_the_same_while_the_work_is_the_same(
     hive: Hive, api: Model
 ) -> None:
-    write_agent(hive, "worker", front=ROM)
-    big_knowledge_base(hive)
-    agent = agent_with_task(hive, api, "When should I plant tomatoes?")
+    agent = over_big_base(hive, api, "When should I plant tomatoes?")
     first = await one_cycle(agent, api)
     # A mail whose subject names other notes: they are not swapped in (the notes are the
     # cached prefix; the mail is answered from the tasks' notes and search_files).
@@ -149,9 +150,8 @@ async def test_holding_no_task_the_notes_follow_the_unread_mail(
 async def test_the_line_on_notes_left_out_names_only_tools_the_agent_has(
     hive: Hive, api: Model
 ) -> None:
-    write_agent(hive, "worker", front=ROM + "tools: [send_message, read_file, complete_task]\n")
-    big_knowledge_base(hive)
-    agent = agent_with_task(hive, api, "When should I plant tomatoes?")
+    agent = over_big_base(hive, api, "When should I plant tomatoes?",
+                          ROM + "tools: [send_message, read_file, complete_task]\n")
 
     body = await one_cycle(agent, api)
 

@@ -127,18 +127,24 @@ def test_an_agent_put_back_during_its_cycle_never_runs_two_cycles_at_once(hive: 
     assert len(reports) == 1
 
 
+def slow_agents_daemon(hive: Hive, grace: float) -> tuple[Daemon, HeldOnce]:
+    """A daemon whose agent `slow` holds task t1 and whose model call for it is held
+    (until the test ends), with a grace period of `grace` seconds."""
+    write_agent(hive, "slow")
+    write_task(hive, "t1", front="assignee: slow\n")
+    provider = HeldOnce("slow")
+    config = fast_config(hive)
+    config.daemon.grace_period = grace
+    return Daemon(hive, config, provider, RunOptions()), provider
+
+
 def test_an_agent_added_while_the_daemon_stops_is_not_started_and_the_stop_ends(
     hive: Hive,
 ) -> None:
     """Its runner started after the stop had taken the others': nothing stopped it, and
     the stop waited for it for ever (a second Ctrl-C too)."""
     grace = 2.0
-    write_agent(hive, "slow")
-    write_task(hive, "t1", front="assignee: slow\n")
-    provider = HeldOnce("slow")  # its call is held: the stop waits out the grace period
-    config = fast_config(hive)
-    config.daemon.grace_period = grace
-    daemon = Daemon(hive, config, provider, RunOptions())
+    daemon, provider = slow_agents_daemon(hive, grace)  # the stop waits out the grace
 
     async def main() -> bool:
         task = asyncio.create_task(daemon.run())
@@ -165,12 +171,7 @@ def test_a_stop_cuts_the_cycle_of_an_agent_removed_mid_cycle_at_the_grace_period
     """Its runner had left `runners` when the stop came: its cycle was never cut, and
     the stop waited for its model call however long it took."""
     grace = 2.0
-    write_agent(hive, "slow")
-    write_task(hive, "t1", front="assignee: slow\n")
-    provider = HeldOnce("slow")  # its call is held until the test ends
-    config = fast_config(hive)
-    config.daemon.grace_period = grace
-    daemon = Daemon(hive, config, provider, RunOptions())
+    daemon, provider = slow_agents_daemon(hive, grace)
 
     async def main() -> bool:
         task = asyncio.create_task(daemon.run())

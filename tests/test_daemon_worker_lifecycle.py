@@ -597,6 +597,17 @@ if os.environ.get("HIVEMIND_TEST_BUGGY_AGENT"):
 """
 
 
+def inject(mp: pytest.MonkeyPatch, tmp: Path, code: str, **env: str) -> None:
+    """Worker processes started from now on load `code` (their sitecustomize; this
+    process does not), with `env` set."""
+    (tmp / "inject").mkdir()
+    (tmp / "inject" / "sitecustomize.py").write_text(code)
+    for name, value in env.items():
+        mp.setenv(name, value)
+    mp.setenv("PYTHONPATH", os.pathsep.join(
+        filter(None, [str(tmp / "inject"), str(ROOT), os.environ.get("PYTHONPATH")])))
+
+
 @dataclass
 class BuggyRun:
     run: SpreadRun
@@ -611,15 +622,11 @@ def buggy_worker(
     # deal(AGENTS, 2): bob and dot run in the worker; bob's cycle hits a bug there (the
     # workers load the sitecustomize below; this process does not).
     tmp = tmp_path_factory.mktemp("buggy")
-    (tmp / "inject").mkdir()
-    (tmp / "inject" / "sitecustomize.py").write_text(BUG)
     tasks = {"bob-1": "assignee: bob\n"}
     tasks.update({f"dot-{i}": "assignee: dot\n" for i in range(6)})
     hive = make_hive(tmp / "hive", AGENTS, tasks)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HIVEMIND_TEST_BUGGY_AGENT", "bob")
-        mp.setenv("PYTHONPATH", os.pathsep.join(
-            filter(None, [str(tmp / "inject"), str(ROOT), os.environ.get("PYTHONPATH")])))
+        inject(mp, tmp, BUG, HIVEMIND_TEST_BUGGY_AGENT="bob")
         run = start_spread(hive, 2, sorted(tasks))
         run.daemon.options.backoff = 0.05
         buggy = BuggyRun(run, warnings_of())
@@ -753,8 +760,6 @@ def lingering_worker(
     # The worker (bob and dot) closes its pipe after its first cycle and stays: the lead
     # kills it LINGER s on, and its agents come home.
     tmp = tmp_path_factory.mktemp("lingering")
-    (tmp / "inject").mkdir()
-    (tmp / "inject" / "sitecustomize.py").write_text(STUCK)
     tasks = {f"{name}-{i:02d}": f"assignee: {name}\n" for name in AGENTS for i in range(3)}
     hive = make_hive(tmp / "hive", AGENTS, tasks)
 
@@ -767,9 +772,7 @@ def lingering_worker(
         stuck.planted.append(temp)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HIVEMIND_TEST_STUCK_WORKER", "1")
-        mp.setenv("PYTHONPATH", os.pathsep.join(
-            filter(None, [str(tmp / "inject"), str(ROOT), os.environ.get("PYTHONPATH")])))
+        inject(mp, tmp, STUCK, HIVEMIND_TEST_STUCK_WORKER="1")
         run = start_spread(hive, 2, sorted(tasks), plant_at_first_worker_report)
         stuck = LostWorker(run, warnings_of())
         finish(run)

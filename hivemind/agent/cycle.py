@@ -489,18 +489,16 @@ class Agent:
     ) -> ContextView:
         """Select and build as the cycle does; the ROM entry becomes the system prompt.
         `looking`: only to show it (`hivemind inspect`): no memory is marked as used."""
-        focus = " ".join(
-            [r.task.title + " " + r.task.body[:500] for r in p.active.values()]
-            + [m.message.subject for m in p.unread]
-        )
+        tasks = [r.task.title + " " + r.task.body[:500] for r in p.active.values()]
+        focus = " ".join(tasks + [m.message.subject for m in p.unread])
         self.scorer.set_task(focus)
         team = team_text(self.name, p.team)
         budget = budget or max(MIN_CONTEXT_TOKENS,
                                self.budget_for(cfg) - self.s.counter.count(team))
         recalled = self._recall_memories(cfg, p, focus, budget, touch=not looking)
         # Notes follow the tasks held (they are the cached prefix); holding none, the mail.
-        work = " ".join(r.task.title + " " + r.task.body[:500] for r in p.active.values())
-        blocks = self.shelf.choose(self.working.blocks(), work or focus, self.scorer, budget,
+        work = " ".join(tasks) if tasks else focus
+        blocks = self.shelf.choose(self.working.blocks(), work, self.scorer, budget,
                                    self.s.compressor.max_block_tokens, cfg.tools)
         selection = self.selector.select(blocks, budget)
         built = await self.s.builder.build(selection, budget)

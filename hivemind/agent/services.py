@@ -13,7 +13,7 @@ from hivemind.hive.config import load_hive_config
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.models import AgentConfig, HiveConfig
+from hivemind.hive.models import HiveConfig
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import Provider
@@ -60,12 +60,13 @@ class HiveServices:
     figures: Callable[[], dict[str, Any]] = dict
     task_changed: Callable[[], None] = _noop
     mail_sent: Callable[[list[str]], None] = _noop
-    _fixed: FixedTokens | None = field(default=None, repr=False)
+    fixed_tokens: FixedTokens = field(init=False, repr=False)
+    """Tokens of what every request carries besides the context: preamble + tools."""
 
     def __post_init__(self) -> None:
-        self._fixed = FixedTokens(self.tools, self.counter)
+        self.fixed_tokens = FixedTokens(self.tools, self.counter)
         # A ROM whose token settings leave no room once these are counted is told.
-        self.roms.fixed_tokens = self._fixed
+        self.roms.fixed_tokens = self.fixed_tokens
 
     @classmethod
     def open(
@@ -108,7 +109,3 @@ class HiveServices:
             team.append([name, role])
         return {"tasks": {k.value: v for k, v in counts.items()}, TEAM: team}
 
-    def fixed_tokens(self, cfg: AgentConfig) -> int:
-        """Tokens of what every request carries besides the context: preamble + tools."""
-        assert self._fixed is not None  # made by __post_init__
-        return self._fixed(cfg)

@@ -48,7 +48,8 @@ _ACTION = re.compile(r"^[\w.\-]+(?::| ->)")
 _HEADING = re.compile(r"^#{1,6}\s")
 
 
-def _clip(line: str, limit: int = _LINE_CHARS) -> str:
+def clip(line: str, limit: int = _LINE_CHARS) -> str:
+    """`line` without trailing blanks, cut to `limit` characters with `…` at the cut."""
     line = line.rstrip()
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
@@ -68,7 +69,7 @@ def python_signatures(source: str) -> str | None:
     out: list[str] = []
     doc = _first_line(ast.get_docstring(tree))
     if doc:
-        out.append(f'"""{_clip(doc)}"""')
+        out.append(f'"""{clip(doc)}"""')
     _walk(tree.body, 0, out, scope="module")
     return "\n".join(out)
 
@@ -78,15 +79,15 @@ def _walk(body: Sequence[ast.stmt], depth: int, out: list[str], scope: str) -> N
     for node in body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             if scope == "module":  # imports inside functions are detail, not interface
-                out.append(pad + _clip(ast.unparse(node)))
+                out.append(pad + clip(ast.unparse(node)))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            out.extend(f"{pad}@{_clip(ast.unparse(d))}" for d in node.decorator_list)
+            out.extend(f"{pad}@{clip(ast.unparse(d))}" for d in node.decorator_list)
             kind = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
             returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
             out.append(f"{pad}{kind} {node.name}({ast.unparse(node.args)}){returns}:")
             _body(node, depth + 1, out, scope="function")
         elif isinstance(node, ast.ClassDef):
-            out.extend(f"{pad}@{_clip(ast.unparse(d))}" for d in node.decorator_list)
+            out.extend(f"{pad}@{clip(ast.unparse(d))}" for d in node.decorator_list)
             bases = [ast.unparse(b) for b in node.bases]
             bases += [
                 f"{k.arg}={ast.unparse(k.value)}" if k.arg else f"**{ast.unparse(k.value)}"
@@ -96,7 +97,7 @@ def _walk(body: Sequence[ast.stmt], depth: int, out: list[str], scope: str) -> N
                        f"{pad}class {node.name}:")
             _body(node, depth + 1, out, scope="class")
         elif isinstance(node, ast.AnnAssign) and scope == "class":
-            out.append(pad + _clip(ast.unparse(node)))  # dataclass / pydantic fields
+            out.append(pad + clip(ast.unparse(node)))  # dataclass / pydantic fields
         else:
             # Definitions under if/try/with/for/match keep their place in the outline.
             for sub in _sub_bodies(node):
@@ -108,7 +109,7 @@ def _body(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, depth: in
     before = len(out)
     doc = _first_line(ast.get_docstring(node))
     if doc:
-        out.append(f'{"    " * depth}"""{_clip(doc)}"""')
+        out.append(f'{"    " * depth}"""{clip(doc)}"""')
     _walk(node.body, depth, out, scope)
     if len(out) == before:
         out.append("    " * depth + "...")
@@ -127,15 +128,15 @@ def _sub_bodies(node: ast.stmt) -> list[list[ast.stmt]]:
 
 def code_outline(source: str) -> str:
     """def/class/function/import lines of any language (the fallback for non-Python code)."""
-    return "\n".join(_clip(ln) for ln in source.splitlines() if _OUTLINE.match(ln))
+    return "\n".join(clip(ln) for ln in source.splitlines() if _OUTLINE.match(ln))
 
 
 def history_summary(text: str) -> str:
     """One line per action (lines like `read_file: ...`), each clipped."""
     lines = text.splitlines()
-    actions = [_clip(ln, 160) for ln in lines if _ACTION.match(ln)]
+    actions = [clip(ln, 160) for ln in lines if _ACTION.match(ln)]
     if not actions and lines:
-        actions = [_clip(lines[0], 160)]
+        actions = [clip(lines[0], 160)]
     omitted = len(lines) - len(actions)
     if omitted > 0:
         actions.append(f"[{omitted} more lines of detail omitted]")
@@ -148,10 +149,10 @@ def markdown_outline(text: str) -> str:
     want_line = False
     for ln in text.splitlines():
         if _HEADING.match(ln):
-            out.append(_clip(ln))
+            out.append(clip(ln))
             want_line = True
         elif want_line and ln.strip():
-            out.append(_clip(ln))
+            out.append(clip(ln))
             want_line = False
     return "\n".join(out)
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hivemind.memory.blocks import ContextBlock, HistoryBlock, Priority
+from hivemind.memory.compressor import clip
 from hivemind.memory.manager import WorkingMemoryManager
 
 EARLIER_ID = "context:earlier_steps"
@@ -50,9 +51,7 @@ def fold(manager: WorkingMemoryManager, steps: Iterable[HistoryBlock]) -> None:
         ids = tuple(step.metadata.get("task_ids") or ())
         if not ids:
             continue  # a step for no task (mail answered between tasks) just goes
-        text = " ".join(step.inline_content().split())
-        if len(text) > LINE_CHARS:
-            text = text[: LINE_CHARS - 1] + "…"
+        text = clip(" ".join(step.inline_content().split()), LINE_CHARS)
         threads.setdefault(ids, _Thread()).add(text)
         added = True
     if added:
