@@ -17,7 +17,7 @@ from typing import Any
 
 from hivemind.agent.prompt import TEAM
 from hivemind.hive.knowledge import KnowledgeIndex, Note, note_block
-from hivemind.hive.layout import Hive, is_temp_name
+from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
 from hivemind.hive.mailbox import Mailbox, MailItem
 from hivemind.hive.models import AgentConfig
 from hivemind.hive.paths import glob_match, glob_root, walk_below
@@ -181,41 +181,30 @@ def _watched(hive: Hive, globs: list[str]) -> dict[str, Path]:
     return found
 
 
-_UNWATCHED = frozenset({".hivemind", "mailboxes"})  # runtime state and other agents' mail
-
-
 def _glob_files(hive: Hive, pattern: str) -> list[tuple[str, Path]]:
     """(hive-relative path, path) of the regular files matching `pattern`, sorted.
     Folder links are not entered and file links not taken: either could pull in a
     file from outside the hive."""
     base = glob_root(pattern)
-    if base.split("/", 1)[0] in _UNWATCHED:
+    if base.split("/", 1)[0] in RUNTIME_FOLDERS:
         return []
     top = hive.root / base if base else hive.root
     # A link on the way to the glob's folder: each file's own name decides.
     plain = _plain_folder(hive, top) is not None if base else True
     out: list[tuple[str, Path]] = []
-    for folder, dirs, files in os.walk(top):
-        below = os.path.relpath(folder, top).replace(os.sep, "/")
-        prefix = "/".join(p for p in (base, "" if below == "." else below) if p)
-        prefix = prefix + "/" if prefix else ""
-        dirs[:] = sorted(d for d in dirs if not is_temp_name(d)
-                         and not (not prefix and d in _UNWATCHED))
-        for name in sorted(files):
-            rel = prefix + name
-            if is_temp_name(name) or not glob_match(pattern, rel):
+    for found, where in hive_files(top, base):
+        if not glob_match(pattern, found):
+            continue
+        path = Path(where)
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):  # a link, a FIFO...
                 continue
-            path = Path(folder, name)
-            try:
-                if not stat.S_ISREG(os.lstat(path).st_mode):  # a link, a FIFO...
-                    continue
-            except OSError:
-                continue
-            if not plain:
-                rel = hive.relative(path)
-                if Path(rel).is_absolute() or rel.split("/", 1)[0] in _UNWATCHED:
-                    continue
-            out.append((rel, path))
+        except OSError:
+            continue
+        rel = found if plain else hive.relative(path)
+        if not plain and (Path(rel).is_absolute() or rel.split("/", 1)[0] in RUNTIME_FOLDERS):
+            continue
+        out.append((rel, path))
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 
@@ -19,6 +20,25 @@ _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 def is_temp_name(name: str) -> bool:
     """True for editor temp / hidden names (`.*`, `*~`, `*.swp`, `*.tmp`, ...)."""
     return name.startswith(".") or name.startswith("#") or name.endswith(_TEMP_SUFFIXES)
+
+
+RUNTIME_FOLDERS = frozenset({".hivemind", "mailboxes"})
+"""Top folders of a hive no `watch` glob sees: runtime state and the agents' mail."""
+
+
+def hive_files(top: Path, base: str) -> Iterator[tuple[str, str]]:
+    """(hive-relative path, path) of the files below `top`, the hive's folder `base`
+    ("" for its root), in name order: no temp names, no runtime folder at the root,
+    folder links not entered."""
+    for folder, dirs, files in os.walk(top):
+        below = os.path.relpath(folder, top).replace(os.sep, "/")
+        prefix = "/".join(p for p in (base, "" if below == "." else below) if p)
+        prefix = prefix + "/" if prefix else ""
+        dirs[:] = sorted(d for d in dirs if not is_temp_name(d)
+                         and not (not prefix and d in RUNTIME_FOLDERS))
+        for name in sorted(files):
+            if not is_temp_name(name):
+                yield prefix + name, os.path.join(folder, name)
 
 
 class Hive:

@@ -20,7 +20,7 @@ from pathlib import Path
 from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
 from hivemind.hive.atomic import atomic_write
 from hivemind.hive.frontmatter import parse, read_text, rom_from_document
-from hivemind.hive.layout import Hive, is_temp_name
+from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
 from hivemind.hive.models import MIN_CONTEXT_TOKENS, AgentConfig, AgentSettings
 from hivemind.hive.paths import glob_match, glob_root
 from hivemind.hive.statcache import RACY_MARGIN, Sig, sig_of
@@ -184,7 +184,6 @@ GLOB_CHECK_FILES = 20_000
 """Files looked at, at most, to tell that a `watch` glob matches none: the check runs as
 a ROM is loaded, on the daemon's loop, and a huge workspace must not stall it (past
 that many, no warning: it cannot be told cheaply)."""
-_NOT_WATCHED = frozenset({".hivemind", "mailboxes"})  # as perceive never watches them
 
 
 def glob_warnings(hive: Hive, config: AgentConfig) -> list[str]:
@@ -201,7 +200,7 @@ def glob_warnings(hive: Hive, config: AgentConfig) -> list[str]:
                            "agent gets none from it)")
     for glob in config.watch:
         base = glob_root(glob)
-        if base.split("/", 1)[0] in _NOT_WATCHED:
+        if base.split("/", 1)[0] in RUNTIME_FOLDERS:
             out.append(f"watch: {glob!r} is under {base.split('/', 1)[0]}/, which watch "
                        "never shows (mail and tasks reach the agent by themselves)")
         elif _matches(glob, islice(_files(hive.root / base, base), GLOB_CHECK_FILES)) is False:
@@ -223,12 +222,4 @@ def _matches(glob: str, paths: Iterable[str]) -> bool | None:
 def _files(folder: Path, prefix: str) -> Iterator[str]:
     """Hive-relative paths of the files below `folder` (`prefix` = its own), as
     perceive finds them: no temp names, no runtime state, links not followed."""
-    for root, dirs, files in os.walk(folder):
-        below = os.path.relpath(root, folder).replace(os.sep, "/")
-        where = "/".join(p for p in (prefix, "" if below == "." else below) if p)
-        where = where + "/" if where else ""
-        dirs[:] = [d for d in dirs if not is_temp_name(d)
-                   and not (not where and d in _NOT_WATCHED)]  # (at the hive's root)
-        for name in files:
-            if not is_temp_name(name) and not os.path.islink(os.path.join(root, name)):
-                yield where + name
+    return (rel for rel, path in hive_files(folder, prefix) if not os.path.islink(path))
