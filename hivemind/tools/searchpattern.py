@@ -37,10 +37,10 @@ def compile_pattern(text: str) -> regex.Pattern[str]:
     try:
         # Not cached: the module's cache would keep every pattern a model tried.
         return regex.compile(text, cache_pattern=False)
-    except (regex.error, ValueError) as exc:  # ValueError: flags such as (?au)
-        raise ToolError(f"invalid pattern: {exc}") from exc
     except RecursionError:
         raise ToolError("invalid pattern: its groups nest too deeply") from None
+    except Exception as exc:  # regex.error, or ValueError for flags such as (?au), or …
+        raise ToolError(f"invalid pattern: {_reason(exc)}") from exc
 
 
 def vet_pattern(text: str) -> None:
@@ -54,10 +54,10 @@ def vet_pattern(text: str) -> None:
         )
     try:
         size = _Size.of(_parse(text))
-    except regex.error as exc:
-        raise ToolError(f"invalid pattern: {exc}") from exc
     except RecursionError:
         raise ToolError("invalid pattern: its groups nest too deeply") from None
+    except Exception as exc:  # the private parser raises what it likes: any is a refusal
+        raise ToolError(f"invalid pattern: {_reason(exc)}") from exc
     if size.total > MAX_PATTERN_SIZE:
         raise ToolError(size.refusal())
 
@@ -67,10 +67,7 @@ def _parse(text: str) -> Any:
     flags = 0
     while True:
         source = _core.Source(text)
-        try:
-            info = _core.Info(flags, source.char_type, {})
-        except KeyError:  # how regex itself fails on (?V0)(?V1)
-            raise regex.error("the V0 and V1 flags are mutually incompatible") from None
+        info = _core.Info(flags, source.char_type, {})
         source.ignore_space = bool(info.flags & _core.VERBOSE)
         try:
             parsed = _core._parse_pattern(source, info)
@@ -80,6 +77,13 @@ def _parse(text: str) -> Any:
         if not source.at_end():
             raise regex.error("unbalanced parenthesis", text, source.pos)
         return parsed
+
+
+def _reason(exc: Exception) -> str:
+    """One line saying what is wrong, whatever the parser raised it as."""
+    if isinstance(exc, KeyError):  # a table lookup inside the parser: (?V0)(?V1) in some
+        return f"regex cannot parse it ({exc.args[0] if exc.args else 'no detail'})"
+    return " ".join(str(exc).split()) or f"regex cannot parse it ({type(exc).__name__})"
 
 
 @dataclass
