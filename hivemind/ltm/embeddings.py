@@ -8,6 +8,7 @@ disk only: hivemind never downloads weights.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -133,11 +134,20 @@ class VectorIndex:
             return ids, matrix
 
 
-# numpy when present (it comes with the embeddings extra), plain Python otherwise.
-def _matrix(vectors: list[Any]) -> Any:
+def _numpy() -> Any:
+    """numpy when installed (it comes with the embeddings extra), else None.
+
+    Typed Any and imported by name, so mypy passes whether numpy is there or not."""
     try:
-        import numpy as np
+        return importlib.import_module("numpy")
     except ImportError:
+        return None
+
+
+# numpy when present, plain Python otherwise.
+def _matrix(vectors: list[Any]) -> Any:
+    np = _numpy()
+    if np is None:
         return [normalise(v) for v in vectors]
     if not vectors:
         return np.zeros((0, 0), dtype=np.float32)
@@ -159,8 +169,7 @@ def _rows(matrix: Any, positions: list[int]) -> Any:
 
 def _top(sims: Any, n: int) -> list[int]:
     if hasattr(sims, "argpartition"):
-        import numpy as np
-
+        np = _numpy()
         head = np.argpartition(-sims, min(n, len(sims) - 1))[:n]
         return [int(i) for i in head[np.argsort(-sims[head])]]
     return sorted(range(len(sims)), key=lambda i: -sims[i])[:n]
@@ -168,7 +177,6 @@ def _top(sims: Any, n: int) -> list[int]:
 
 def _dot(matrix: Any, query: list[float]) -> Any:
     if hasattr(matrix, "shape"):
-        import numpy as np
-
+        np = _numpy()
         return matrix @ np.asarray(query, dtype=np.float32)
     return [sum(a * b for a, b in zip(row, query, strict=True)) for row in matrix]
