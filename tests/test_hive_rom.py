@@ -216,6 +216,42 @@ def test_knowledge_blocks_carry_topic_location_and_priority(hive: Hive) -> None:
     assert [b.location for b in index.blocks(["knowledge/*.md"])] == ["knowledge/style.md"]
 
 
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [("# Near the top\n" + "x" * 30_000, "Near the top"),
+     ("x\n" * 2_100 + "# Past the first 4 KB\n", "late"),
+     ("---\nnotes: |\n" + "  y\n" * 5_000 + "---\n# After 20 KB of front matter\n",
+      "After 20 KB of front matter"),
+     ("---\nnotes: |\n" + "  y\n" * 17_000 + "---\n# After 68 KB of front matter\n", "late"),
+     ("---\nnever: closed\n" + "z\n" * 40_000 + "# Heading\n", "late")],
+    ids=["heading-first", "heading-past-4kb", "long-front-matter", "front-matter-past-64kb",
+         "front-matter-never-closed"],
+)
+def test_a_notes_topic_is_its_first_heading_near_the_top(
+    hive: Hive, text: str, topic: str
+) -> None:
+    (hive.knowledge_dir / "late.md").write_text(text)
+    index = KnowledgeIndex(hive)
+    index.refresh()
+    assert [b.topic for b in index.blocks()] == [topic]
+
+
+def _bytes_read() -> int:
+    with open("/proc/self/io", encoding="ascii") as f:
+        return int(next(line for line in f if line.startswith("rchar:")).split()[1])
+
+
+def test_listing_notes_reads_only_their_heads(hive: Hive) -> None:
+    for n in range(100):
+        (hive.knowledge_dir / f"n{n}.md").write_text(f"# Note {n}\n" + "words " * 4_000)
+    index = KnowledgeIndex(hive)
+    before = _bytes_read()
+    index.refresh()
+    read = _bytes_read() - before
+    assert len(index.blocks()) == 100
+    assert read <= 100 * 4096 + 64 * 1024  # a head a note, and a little for the rest
+
+
 def test_refresh_rereads_only_changed_notes(hive: Hive) -> None:
     note = hive.knowledge_dir / "a.md"
     note.write_text("# First\n")

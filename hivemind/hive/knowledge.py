@@ -22,8 +22,14 @@ from hivemind.memory.blocks import KnowledgeBlock, Priority
 
 logger = logging.getLogger(__name__)
 
-_HEAD_BYTES = 64 * 1024  # the topic heading is near the top; never read a whole big note
+_HEAD_BYTES = 4 * 1024
+"""The topic heading is near the top: at most this much of a note is read for it (past
+its front matter)."""
+_FRONT_MATTER_BYTES = 64 * 1024
+"""A front matter block is read up to this far for its end; past it, the topic is the
+file's name."""
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_FENCE_END = re.compile(rb"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _PREFIX = "knowledge/"
 
 
@@ -38,12 +44,21 @@ class Note:
 
 
 def _topic(path: Path) -> str:
-    with path.open("rb") as f:
-        head = f.read(_HEAD_BYTES).decode("utf-8", errors="replace")
-    if head.startswith("---"):  # skip a front matter block
-        end = re.search(r"^(?:---|\.\.\.)[ \t]*$", head[3:], re.MULTILINE)
-        head = head[3 + end.end() :] if end else head
-    match = _HEADING.search(head)
+    """The note's first heading, or its file name if none is near the top."""
+    with path.open("rb", buffering=0) as f:  # unbuffered: a read takes only what it asks
+        head = f.read(_HEAD_BYTES)
+        if head.startswith(b"---"):
+            end = _FENCE_END.search(head, 3)
+            while end is None and len(head) < _FRONT_MATTER_BYTES:
+                more = f.read(min(_HEAD_BYTES, _FRONT_MATTER_BYTES - len(head)))
+                if not more:
+                    break
+                head += more
+                end = _FENCE_END.search(head, 3)
+            if end is None:
+                return path.stem
+            head = head[end.end() :] + f.read(max(0, _HEAD_BYTES - (len(head) - end.end())))
+    match = _HEADING.search(head.decode("utf-8", errors="replace"))
     return match.group(1).strip() if match else path.stem
 
 
