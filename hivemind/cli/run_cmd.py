@@ -30,7 +30,7 @@ from hivemind.cli.common import (
 from hivemind.daemon.configwatch import read_hive_toml
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.status import IdleState, RunTotals
-from hivemind.hive.config import load_hive_config
+from hivemind.hive.config import load_hive_config, read_config_bytes
 from hivemind.hive.layout import Hive
 from hivemind.llm.select import make_provider
 
@@ -45,7 +45,10 @@ def scratch_copy(hive: Hive) -> Hive:
     dest.mkdir(parents=True)
     for part in SCRATCH_PARTS:
         src = hive.root / part
-        if src.is_dir():
+        if part == "hive.toml":  # as the run would read it: a FIFO or a link out is refused
+            if (raw := read_config_bytes(hive)) is not None:
+                (dest / part).write_bytes(raw)
+        elif src.is_dir():
             shutil.copytree(src, dest / part, symlinks=True)
         elif src.is_file():
             shutil.copy2(src, dest / part)

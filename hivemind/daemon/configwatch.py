@@ -14,9 +14,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from hivemind.errors import ConfigError
+from hivemind.errors import ConfigError, FileFormatError
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
+from hivemind.hive.regular import read_regular
 from hivemind.hive.statcache import Sig, sig_of
 
 logger = logging.getLogger(__name__)
@@ -24,13 +25,14 @@ logger = logging.getLogger(__name__)
 
 def read_hive_toml(hive: Hive) -> bytes | None:
     """hive.toml's bytes; b"" if there is none (the same settings: every default), None
-    if it cannot be read. Taken as the settings are read, it is what edits are told
+    if it cannot be read (or is no regular file of at most 256 KB: a FIFO must not hang
+    the daemon's loop). Taken as the settings are read, it is what edits are told
     against, however late the watch starts."""
     try:
-        return hive.config_file.read_bytes()
+        return read_regular(hive.config_file, hive.root)
     except FileNotFoundError:
         return b""
-    except OSError:
+    except (OSError, FileFormatError):
         return None
 
 

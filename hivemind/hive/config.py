@@ -1,4 +1,8 @@
-"""hive.toml: hive-wide settings; a missing file means every default."""
+"""hive.toml: hive-wide settings; a missing file means every default.
+
+Read as the hostile input it may be: a regular file of at most 256 KB inside the hive,
+nesting bounded.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +11,38 @@ import tomllib
 
 from pydantic import ValidationError
 
-from hivemind.errors import ConfigError
+from hivemind.errors import ConfigError, FileFormatError
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import HiveConfig
 from hivemind.hive.problems import Loc, every_problem
+from hivemind.hive.regular import read_regular
 
 _TABLE = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(?:#.*)?$")
 
 
 def load_hive_config(hive: Hive) -> HiveConfig:
     """Read `hive.toml`; ConfigError names the file, the line, the key and the problem."""
+    raw = read_config_bytes(hive)
+    return HiveConfig() if raw is None else parse_hive_config(hive, raw)
+
+
+def read_config_bytes(hive: Hive) -> bytes | None:
+    """hive.toml's bytes (None if there is none): a regular file of at most 256 KB, never
+    through a link out of the hive."""
     path = hive.config_file
     try:
-        raw = path.read_bytes()
+        return read_regular(path, hive.root)
     except FileNotFoundError:
-        return HiveConfig()
+        return None
+    except FileFormatError as exc:
+        raise ConfigError(f"{path}: {exc.reason}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def parse_hive_config(hive: Hive, raw: bytes) -> HiveConfig:
+    """The settings of hive.toml's bytes `raw`."""
+    path = hive.config_file
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -32,12 +51,16 @@ def load_hive_config(hive: Hive) -> HiveConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per level of `[[[...` or `{a={...`
+        raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
     try:
         return HiveConfig.model_validate(data)
     except ValidationError as exc:
         line, problem = every_problem(exc, lambda loc: _line_of(text, loc))
         where = f"line {line}: " if line else ""
         raise ConfigError(f"{path}: {where}{problem}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: values nested too deeply") from None
 
 
 def _line_of(text: str, loc: Loc) -> int | None:

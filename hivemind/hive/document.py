@@ -80,6 +80,11 @@ def read_text(path: Path) -> str:
         data = f.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise FileFormatError(path, _too_big(len(data)))
+    return decode_text(path, data)
+
+
+def decode_text(path: Path, data: bytes) -> str:
+    """The bytes of `path` as text; refuses empty and non-UTF-8 files."""
     if not data:
         raise FileFormatError(path, "file is empty")
     if not data.strip():

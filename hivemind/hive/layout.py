@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
@@ -39,6 +40,15 @@ def hive_files(top: Path, base: str) -> Iterator[tuple[str, str]]:
         for name in sorted(files):
             if not is_temp_name(name):
                 yield prefix + name, os.path.join(folder, name)
+
+
+def has_rom(path: Path) -> bool:
+    """Whether `path` (an agent's ROM.md) is there and no folder: a FIFO or a device
+    there is an agent whose ROM is refused (it keeps its last good config), not none."""
+    try:
+        return not stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 class Hive:
@@ -105,7 +115,7 @@ class Hive:
         """True if agents/<name>/ROM.md exists (and the name is a plain folder name)."""
         return (
             bool(name) and "/" not in name and not is_temp_name(name)
-            and self.rom_path(name).is_file()
+            and has_rom(self.rom_path(name))
         )
 
     def agent_names(self) -> list[str]:
@@ -117,7 +127,7 @@ class Hive:
             p.name
             for p in self.agents_dir.iterdir()
             if p.is_dir() and not is_temp_name(p.name) and p.name != HUMAN
-            and (p / "ROM.md").is_file()
+            and has_rom(p / "ROM.md")
         )
 
     def reserved_agent_folder(self) -> str | None:

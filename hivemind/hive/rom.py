@@ -19,10 +19,12 @@ from pathlib import Path
 
 from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
 from hivemind.hive.atomic import atomic_write
+from hivemind.hive.document import decode_text
 from hivemind.hive.frontmatter import parse, read_text, rom_from_document
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
 from hivemind.hive.models import MIN_CONTEXT_TOKENS, AgentConfig, AgentSettings
 from hivemind.hive.paths import glob_match, glob_root
+from hivemind.hive.regular import read_regular
 from hivemind.hive.statcache import RACY_MARGIN, Sig, sig_of
 
 logger = logging.getLogger(__name__)
@@ -81,7 +83,8 @@ class RomRegistry:
                 return entry.good  # being saved: look again once it has settled
             entry.sig, entry.read_at = sig, time.time()
             try:
-                text = read_text(path)
+                # A regular file of at most 256 KB in the hive: no FIFO, device, link out.
+                text = decode_text(path, read_regular(path, self.hive.root))
                 config = rom_from_document(parse(text, path), name, self.defaults)
                 if entry.good is not None and sig_of(os.stat(path)) != sig:
                     entry.sig = None  # it changed while we read it: look again next time
@@ -91,7 +94,8 @@ class RomRegistry:
                 if self.saves_last_good:
                     self._keep(name, text)
             except FileFormatError as exc:
-                error = f"{self.hive.relative(path)}: {exc.reason}"
+                # Named as in the hive: a link out must not show as the file it points to.
+                error = f"{path.relative_to(self.hive.root).as_posix()}: {exc.reason}"
                 if entry.good is None:
                     self._last_good(name, entry)
                 if error != entry.error and self.tells_problems:
