@@ -61,17 +61,19 @@ async def test_the_key_comes_from_the_configured_variable() -> None:
 
 @pytest.mark.parametrize(
     ("settings_url", "env_url", "expected"),
-    [(None, None, "api.anthropic.com"), (None, "ENV", "127.0.0.1"), ("SETTINGS", "x", "127.0.0.1")],
-    ids=["sdk-default", "env", "settings-win"],
+    [(None, None, "api.anthropic.com"), (None, "FAKE", "127.0.0.1"),
+     ("FAKE", None, "127.0.0.1"), ("http://bad.invalid", "FAKE", "127.0.0.1")],
+    ids=["sdk-default", "env", "settings", "env-wins"],
 )
-async def test_base_url_comes_from_settings_then_env(
+async def test_base_url_comes_from_the_env_then_settings(
     settings_url: str | None, env_url: str | None, expected: str
 ) -> None:
+    """Where the key goes is the user's decision: $ANTHROPIC_BASE_URL wins over hive.toml."""
     with FakeAnthropic() as api:
         env = {"ANTHROPIC_API_KEY": "sk-test"}
         if env_url:
-            env["ANTHROPIC_BASE_URL"] = api.base_url if env_url == "ENV" else "http://bad.invalid"
-        url = api.base_url if settings_url else None
+            env["ANTHROPIC_BASE_URL"] = api.base_url
+        url = api.base_url if settings_url == "FAKE" else settings_url
         provider = make_provider(ProviderSettings(name="anthropic", base_url=url), env)
         assert isinstance(provider, AnthropicProvider)
         assert provider.endpoint.split(":")[0] == expected

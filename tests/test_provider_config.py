@@ -13,6 +13,7 @@ from typer.testing import CliRunner, Result
 
 from hivemind.cli.app import app
 from hivemind.errors import ConfigError
+from hivemind.hive import trust
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.llm.anthropic import AnthropicProvider
@@ -58,16 +59,17 @@ def run_cli(hive: Hive) -> Result:
 def endpoint_in_hive_toml(
     hive: Hive, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[FakeAnthropic]:
-    """A worker with task t1, and a fake API named only by hive.toml (`base_url`, and the
-    key in KEY_ENV): the environment's endpoint goes nowhere."""
+    """A worker with task t1, and a fake API named only by a trusted hive.toml
+    (`base_url`, and the key in KEY_ENV)."""
     write_agent(hive, "worker")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         api.responder = completer
         hive.config_file.write_text(provider_toml(api.base_url))
+        trust.grant(hive, hive.config_file.read_bytes())
         monkeypatch.setenv(KEY_ENV, KEY)
         monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", UNREACHABLE)  # the file wins over the env
+        monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)  # set, it would win
         yield api
 
 
@@ -106,6 +108,7 @@ def test_without_the_key_the_offline_provider_is_chosen_and_nothing_is_sent(
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         hive.config_file.write_text(provider_toml(api.base_url))
+        trust.grant(hive, hive.config_file.read_bytes())
         monkeypatch.delenv(KEY_ENV, raising=False)
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # another variable than hive.toml names
         assert isinstance(make_provider(load_hive_config(hive).provider), OfflineProvider)

@@ -11,7 +11,7 @@ from typer.core import TyperGroup
 from hivemind.errors import HivemindError, UserError
 
 # `hivemind --help` lists the commands in the order a newcomer uses them.
-ORDER = ("init", "task", "send", "run", "status", "inspect", "log", "memory")
+ORDER = ("init", "task", "send", "run", "status", "inspect", "log", "memory", "trust")
 
 
 class _InOrder(TyperGroup):
@@ -57,12 +57,13 @@ def _options(
 
 
 # Each module adds its commands to `app` when imported (one module per group).
-from hivemind.cli import hive_cmds, inspect_cmd, memory_cmd, run_cmd  # noqa: E402
+from hivemind.cli import hive_cmds, inspect_cmd, memory_cmd, run_cmd, trust_cmd  # noqa: E402
 
 hive_cmds.register(app)
 run_cmd.register(app)
 inspect_cmd.register(app)
 memory_cmd.register(app)
+trust_cmd.register(app)
 
 
 def main() -> None:

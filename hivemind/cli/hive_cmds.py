@@ -39,6 +39,7 @@ from hivemind.hive.problems import first_problem
 from hivemind.hive.scaffold import EXAMPLE_AGENT, scaffold
 from hivemind.hive.status import HiveStatus, hive_status
 from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.trust import ignored_line
 
 task_app = typer.Typer(
     help="Give the agents work: each task is a Markdown file in tasks/.",
@@ -342,6 +343,8 @@ def print_status(status: HiveStatus) -> None:
         console.print(
             f"[bold red]{escape(status.config_error)}[/]", highlight=False, soft_wrap=True
         )
+    if status.trust is not None and (line := ignored_line(status.trust, "hive.toml")):
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
 
     agents = Table(title="Agents", title_justify="left")
     for column in ("agent", "config", "role", "model", "active", "unread"):

@@ -30,9 +30,10 @@ from hivemind.cli.common import (
 from hivemind.daemon.configwatch import read_hive_toml
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.status import IdleState, RunTotals
-from hivemind.hive.config import load_hive_config, read_config_bytes
+from hivemind.hive.config import LoadedConfig, load_config, read_config_bytes
 from hivemind.hive.layout import Hive
-from hivemind.llm.select import make_provider
+from hivemind.hive.trust import ignored_line
+from hivemind.llm.select import BASE_URL_ENV, make_provider
 
 SCRATCH_PARTS = ("hive.toml", "agents", "knowledge", "tasks", "mailboxes", "workspace")
 
@@ -69,6 +70,17 @@ def _cycle_line(report: CycleReport) -> None:
         bits.append(f"[red]error: {escape(report.error)}[/]")
     # One line whatever the width (a log file is grepped line by line).
     console.print("  ".join(bits), highlight=False, soft_wrap=True)
+
+
+def _provider_lines(loaded: LoadedConfig, shown_file: str) -> list[str]:
+    """What of hive.toml's `[provider]` is not used, and why: not trusted, or the
+    environment's endpoint wins (one line each)."""
+    lines = [line] if (line := ignored_line(loaded.trust, shown_file)) else []
+    file_url = loaded.config.provider.base_url
+    if file_url is not None and os.environ.get(BASE_URL_ENV):
+        lines.append(f"{shown_file}: [provider] base_url not used: ${BASE_URL_ENV} is set, "
+                     "and the environment wins")
+    return lines
 
 
 def _agents_to_run(given: str | None, hive: Hive) -> list[str] | None:
@@ -132,14 +144,17 @@ def register(app: typer.Typer) -> None:
         Without ANTHROPIC_API_KEY the offline provider runs instead of Claude: no model is
         called and every output says so. Stop with Ctrl-C; in-flight cycles finish first.
         """
-        hive = resolve_hive(folder_given(directory, hive_opt))
+        hive = original = resolve_hive(folder_given(directory, hive_opt))
         names = _agents_to_run(agents, hive)
         out = err_console if as_json else console  # stdout holds the JSON alone
         if scratch:
             hive = scratch_copy(hive)
             out.print(f"running on a scratch copy: {hive.root}", highlight=False)
         hive_toml = read_hive_toml(hive)  # first: an edit from here on is told, not missed
-        config = load_hive_config(hive)
+        loaded = load_config(hive, trusted_as=original)
+        config = loaded.config
+        for line in _provider_lines(loaded, hive.relative(hive.config_file)):
+            out.print(Text(line, style="yellow"), soft_wrap=True)
         provider = make_provider(config.provider)
         if provider.offline:
             out.print(

@@ -1,13 +1,14 @@
 """hive.toml: hive-wide settings; a missing file means every default.
 
-Read as the hostile input it may be: a regular file of at most 256 KB inside the hive,
-nesting bounded.
+Read as the hostile input it may be (a regular file of at most 256 KB inside the hive,
+nesting bounded), and with the user's trust applied: see `hivemind.hive.trust`.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
@@ -16,14 +17,32 @@ from hivemind.hive.layout import Hive
 from hivemind.hive.models import HiveConfig
 from hivemind.hive.problems import Loc, every_problem
 from hivemind.hive.regular import read_regular
+from hivemind.hive.trust import ProviderTrust, apply_trust
 
 _TABLE = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(?:#.*)?$")
 
 
+class LoadedConfig(NamedTuple):
+    """hive.toml as the runtime uses it, how far the user trusts it, and its bytes."""
+
+    config: HiveConfig  # untrusted `[provider]` keys left out
+    trust: ProviderTrust
+    raw: bytes | None  # None: there is no hive.toml
+
+
 def load_hive_config(hive: Hive) -> HiveConfig:
-    """Read `hive.toml`; ConfigError names the file, the line, the key and the problem."""
+    """Read `hive.toml`, with the user's trust applied; ConfigError names the file, the
+    line, the key and the problem."""
+    return load_config(hive).config
+
+
+def load_config(hive: Hive, trusted_as: Hive | None = None) -> LoadedConfig:
+    """hive.toml read, checked and with the trust in `trusted_as` (default: `hive`; a
+    scratch copy is trusted as the hive it copies) applied."""
     raw = read_config_bytes(hive)
-    return HiveConfig() if raw is None else parse_hive_config(hive, raw)
+    config = HiveConfig() if raw is None else parse_hive_config(hive, raw)
+    config, trust = apply_trust(trusted_as or hive, config, raw)
+    return LoadedConfig(config, trust, raw)
 
 
 def read_config_bytes(hive: Hive) -> bytes | None:
@@ -41,7 +60,7 @@ def read_config_bytes(hive: Hive) -> bytes | None:
 
 
 def parse_hive_config(hive: Hive, raw: bytes) -> HiveConfig:
-    """The settings of hive.toml's bytes `raw`."""
+    """The settings of hive.toml's bytes `raw`, as the file says (no trust applied)."""
     path = hive.config_file
     try:
         text = raw.decode("utf-8")

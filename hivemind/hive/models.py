@@ -279,7 +279,9 @@ class ProviderSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: Literal["auto", "anthropic", "offline"] = "auto"
-    base_url: str | None = None
+    base_url: str | None = Field(
+        default=None, description="applies once you run `hivemind trust`; "
+        "$ANTHROPIC_BASE_URL, when set, wins")
 
     @field_validator("base_url")
     @classmethod
@@ -293,7 +295,9 @@ class ProviderSettings(BaseModel):
                 f"must not end with /v1 (got {value!r}): the client adds /v1/messages"
             )
         return value
-    api_key_env: str = "ANTHROPIC_API_KEY"
+    api_key_env: str = Field(
+        default="ANTHROPIC_API_KEY",
+        description="the variable sent as the key; another applies once you run `hivemind trust`")
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0)
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.hive.changes import tasks_not_read
-from hivemind.hive.config import load_hive_config
+from hivemind.hive.config import load_config
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.leftovers import pid_alive
 from hivemind.hive.mailbox import Mailbox
@@ -20,6 +20,7 @@ from hivemind.hive.models import AgentConfig, AgentSettings, TaskState
 from hivemind.hive.quarantine import rejected
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.trust import ProviderTrust
 
 
 class AgentStatus(BaseModel):
@@ -48,6 +49,11 @@ class HiveStatus(BaseModel):
 
     root: str
     config_error: str | None = None
+    trust: ProviderTrust | None = Field(
+        default=None,
+        description="whether you trust hive.toml (`hivemind trust`), and the [provider] keys "
+        "of it ignored until you do; null if hive.toml is invalid",
+    )
     agents: list[AgentStatus] = Field(default_factory=list)
     tasks: dict[TaskState, int] = Field(default_factory=dict)
     mail: dict[str, int] = Field(default_factory=dict, description="unread per mailbox")
@@ -97,9 +103,10 @@ def hive_status(
 ) -> HiveStatus:
     """Agents (config ok or the error), tasks per state, unread mail, rejected files.
     `fixed_tokens`: what each request carries besides the context (for ROM warnings)."""
-    config_error = None
+    config_error, trust = None, None
     try:
-        defaults = load_hive_config(hive).agents
+        loaded = load_config(hive)
+        defaults, trust = loaded.config.agents, loaded.trust
     except ConfigError as exc:
         config_error, defaults = str(exc), AgentSettings()
     roms = RomRegistry(hive, defaults)
@@ -132,6 +139,7 @@ def hive_status(
     return HiveStatus(
         root=str(hive.root),
         config_error=config_error,
+        trust=trust,
         agents=agents,
         tasks=board.counts(),
         mail=mail,

@@ -30,7 +30,7 @@ def make_provider(settings: ProviderSettings, env: Mapping[str, str] = os.enviro
     from hivemind.llm.anthropic import AnthropicProvider
 
     base_url = settings.base_url
-    if base_url is None and env.get(BASE_URL_ENV):
+    if env.get(BASE_URL_ENV):  # where the key goes is the user's: the environment wins
         try:  # checked as hive.toml's is
             base_url = ProviderSettings(base_url=env[BASE_URL_ENV]).base_url
         except ValidationError as exc:

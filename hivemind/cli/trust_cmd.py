@@ -1,0 +1,171 @@
+"""`hivemind trust`: accept (see, or revoke) this hive's provider settings."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from hivemind.cli.common import (
+    HiveArgument,
+    HiveOption,
+    JsonOption,
+    console,
+    fail,
+    folder_given,
+    resolve_hive,
+    shown_path,
+)
+from hivemind.errors import ConfigError, UserError
+from hivemind.hive.config import parse_hive_config, read_config_bytes
+from hivemind.hive.layout import Hive
+from hivemind.hive.models import HiveConfig
+from hivemind.hive.trust import (
+    NEEDS_TRUST,
+    TrustState,
+    digest,
+    grant,
+    read_record,
+    record_path,
+    revoke,
+    set_keys,
+    trust_parts,
+    trust_state,
+)
+from hivemind.llm.select import BASE_URL_ENV
+
+_STATE_TEXT = {
+    TrustState.TRUSTED: "trusted",
+    TrustState.UNTRUSTED: "not trusted",
+    TrustState.CHANGED: "not trusted: it changed since you trusted it",
+    TrustState.NO_FILE: "no hive.toml: nothing to trust",
+}
+
+
+def register(app: typer.Typer) -> None:
+    """Add `trust` to the `hivemind` app."""
+    app.command("trust", short_help="Accept this hive's provider settings (hive.toml).")(
+        trust_command
+    )
+
+
+def trust_command(
+    directory: HiveArgument = None,
+    hive: HiveOption = None,
+    show: Annotated[
+        bool, typer.Option("--show", help="Only show whether hive.toml is trusted, and what "
+                           "it would change; trust nothing.")
+    ] = False,
+    revoke_it: Annotated[
+        bool, typer.Option("--revoke", help="Stop trusting this hive's hive.toml.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Trust this hive's hive.toml, so its [provider] base_url and api_key_env apply.
+
+    A hive you cloned is someone else's folder: its hive.toml could send your
+    requests, and your key, to another server (base_url), or send another of your
+    secrets as the key (api_key_env = "GITHUB_TOKEN"). So hivemind ignores those
+    two settings, and says so, until you have read the file and trusted it here.
+
+    The trust is recorded in your config folder ($XDG_CONFIG_HOME/hivemind, else
+    ~/.config/hivemind), never in the hive, for this exact file: any change to it
+    must be trusted again. Whatever the file says, $ANTHROPIC_BASE_URL, when set,
+    wins.
+    """
+    if show and revoke_it:
+        fail("--show and --revoke: give one")
+    where = resolve_hive(folder_given(directory, hive))
+    try:
+        raw = read_config_bytes(where)
+        config = parse_hive_config(where, raw) if raw is not None else None
+    except ConfigError as exc:
+        if not revoke_it:  # a broken file can still be distrusted
+            fail(f"{exc} (fix it, then trust it)" if not show else str(exc))
+        raw, config = None, None
+    if revoke_it:
+        _revoke(where, as_json)
+    elif show:
+        _show(where, raw, config, as_json)
+    else:
+        _trust(where, raw, config, as_json)
+
+
+def _trust(hive: Hive, raw: bytes | None, config: HiveConfig | None, as_json: bool) -> None:
+    if raw is None or config is None:
+        fail(f"{shown_path(hive.root)} has no hive.toml: nothing to trust")
+    try:
+        grant(hive, raw)
+    except UserError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(_facts(hive, raw, config)))
+        return
+    shown = shown_path(hive.config_file)
+    console.print(Text(f"trusted {shown} (sha256 {digest(trust_parts(raw))[:16]}…)"),
+                  soft_wrap=True)
+    _print_settings(config, applies=True)
+    console.print(Text("Any change to the file needs `hivemind trust` again; "
+                       "`hivemind trust --revoke` undoes this."), style="dim", soft_wrap=True)
+
+
+def _show(hive: Hive, raw: bytes | None, config: HiveConfig | None, as_json: bool) -> None:
+    facts = _facts(hive, raw, config)
+    if as_json:
+        typer.echo(json.dumps(facts))
+        return
+    state = TrustState(facts["state"])
+    console.print(Text(f"{shown_path(hive.config_file)}: {_STATE_TEXT[state]}"), soft_wrap=True)
+    if config is not None:
+        _print_settings(config, applies=state is TrustState.TRUSTED)
+
+
+def _revoke(hive: Hive, as_json: bool) -> None:
+    try:
+        removed = revoke(hive)
+    except UserError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps({"hive": str(hive.root), "revoked": removed}))
+        return
+    shown = shown_path(hive.config_file)
+    console.print(Text(f"{shown}: no longer trusted" if removed
+                       else f"{shown}: was not trusted"), soft_wrap=True)
+
+
+def _print_settings(config: HiveConfig, *, applies: bool) -> None:
+    """The settings the trust is about, as the file has them, and whether they apply."""
+    given = set_keys(config.provider)
+    if not given:
+        console.print(Text(f"  its [provider] sets neither {' nor '.join(NEEDS_TRUST)}"),
+                      style="dim", soft_wrap=True)
+    for key in given:
+        value = getattr(config.provider, key)
+        if not applies:
+            note = "ignored until you run `hivemind trust`"
+        elif key == "base_url" and os.environ.get(BASE_URL_ENV):
+            note = f"not used while ${BASE_URL_ENV} is set (the environment wins)"
+        elif key == "base_url":
+            note = "requests and your key go there"
+        else:
+            note = f"the key sent is ${value}"
+        console.print(Text(f"  [provider] {key} = {value!r}: {note}"), soft_wrap=True)
+
+
+def _facts(hive: Hive, raw: bytes | None, config: HiveConfig | None) -> dict[str, Any]:
+    """The trust of `hive` for scripts."""
+    record = read_record(hive)
+    where = record_path(hive)
+    return {
+        "hive": str(hive.root),
+        "state": trust_state(hive, raw).value,
+        "sha256": digest(trust_parts(raw)) if raw is not None else None,
+        "trusted_sha256": record.sha256 if record else None,
+        "trusted_at": record.trusted_at.isoformat() if record else None,
+        "record": str(where) if where else None,
+        "provider": {k: getattr(config.provider, k) for k in set_keys(config.provider)}
+        if config is not None else {},
+    }
