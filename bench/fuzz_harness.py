@@ -57,6 +57,7 @@ from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.models import AgentSettings
 from hivemind.hive.quarantine import REASON_SUFFIX
+from hivemind.hive.regular import SETTINGS_FILE_LIMIT
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.taskindex import EMPTY_GRACE
 from hivemind.hive.tasks import TaskBoard
@@ -333,6 +334,8 @@ def check_rom_edit(root: Path, data: bytes, kind: str) -> None:
     cfg = registry.load("worker")
     try:
         expected = read_rom(rom, "worker", AgentSettings()) if kind != "dir" else None
+        if expected is not None and os.stat(rom).st_size > SETTINGS_FILE_LIMIT:
+            expected = None  # a ROM is read only up to 256 KB
     except (FileFormatError, OSError):
         expected = None
     if expected is None:
