@@ -240,3 +240,20 @@ def test_a_scratch_run_is_trusted_as_its_hive(
 
     assert result.exit_code == 0, result.output
     assert hive_api.message_requests and keys_sent(hive_api) == {HIVE_KEY}
+
+
+def test_a_damaged_trust_record_trusts_nothing(
+    tmp_path: Path, hive_api: FakeAnthropic, user_config_home: Path
+) -> None:
+    clone = cloned_hive(tmp_path, hostile_toml(hive_api.base_url))
+    assert cli("trust", str(clone.root)).exit_code == 0
+    [record] = user_config_home.rglob("*.json")
+    record.write_text("{not json")
+
+    status = cli("status", str(clone.root))
+    revoked = cli("trust", str(clone.root), "--revoke")
+
+    assert status.exit_code == 0 and IGNORED in one_line(status.output)
+    assert revoked.exit_code == 0 and not record.exists()  # the damaged record went too
+    assert cli("trust", str(clone.root)).exit_code == 0
+    assert json.loads(record.read_text())["hive"] == str(clone.root)

@@ -134,15 +134,16 @@ def grant(hive: Hive, hive_toml: bytes) -> TrustRecord:
 def revoke(hive: Hive) -> bool:
     """Forget the user's trust in `hive`; False if there was none."""
     path = record_path(hive)
-    if path is None or read_record(hive) is None:
+    if path is None:
         return False
+    had = read_record(hive) is not None
     try:
-        path.unlink()
+        path.unlink()  # an unreadable record goes too
     except FileNotFoundError:
         return False
     except OSError as exc:
         raise UserError(f"{path}: cannot remove the trust: {exc.strerror}") from None
-    return True
+    return had
 
 
 def set_keys(settings: ProviderSettings) -> list[str]:
