@@ -202,3 +202,17 @@ def test_status_shows_a_hostile_rom_as_its_agent_s_problem(hive: Hive, kind: str
     [agent] = status.agents
     assert agent.name == "worker" and not agent.ok
     assert agent.error == f"agents/worker/ROM.md: {ROM_PROBLEMS[kind]}"
+
+
+def test_a_scratch_run_leaves_out_a_fifo_it_cannot_copy(tmp_path: Path) -> None:
+    """`run --scratch` stopped with a shutil.Error traceback on a FIFO ROM.md."""
+    hive = a_hive(tmp_path)
+    hive.config_file.write_text(OFFLINE_TOML)
+    hive.agent_dir("bad").mkdir()
+    os.mkfifo(hive.rom_path("bad"))
+
+    out = finish(hivemind("run", "--until-idle", "--scratch", hive=hive), "run --scratch")
+
+    assert "Traceback" not in out and "stopped: idle" in out, out
+    assert (hive.state_dir / "scratch" / "tasks" / "done" / "t1.md").exists()
+    assert not (hive.done_dir / "t1.md").exists()  # your files untouched

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
@@ -50,10 +51,16 @@ def scratch_copy(hive: Hive) -> Hive:
             if (raw := read_config_bytes(hive)) is not None:
                 (dest / part).write_bytes(raw)
         elif src.is_dir():
-            shutil.copytree(src, dest / part, symlinks=True)
+            shutil.copytree(src, dest / part, symlinks=True, copy_function=_copy_regular)
         elif src.is_file():
             shutil.copy2(src, dest / part)
     return Hive(dest)
+
+
+def _copy_regular(src: str, dst: str) -> None:
+    """Copy a regular file; a FIFO or a device is left out (copying one hangs or fails)."""
+    if stat.S_ISREG(os.lstat(src).st_mode):
+        shutil.copy2(src, dst)
 
 
 def _cycle_line(report: CycleReport) -> None:
