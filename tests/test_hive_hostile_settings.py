@@ -11,12 +11,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from hivemind.errors import ConfigError
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentSettings
 from hivemind.hive.rom import RomRegistry
@@ -216,3 +218,35 @@ def test_a_scratch_run_leaves_out_a_fifo_it_cannot_copy(tmp_path: Path) -> None:
     assert "Traceback" not in out and "stopped: idle" in out, out
     assert (hive.state_dir / "scratch" / "tasks" / "done" / "t1.md").exists()
     assert not (hive.done_dir / "t1.md").exists()  # your files untouched
+
+
+def test_a_last_good_rom_linked_out_of_the_hive_is_not_taken(hive: Hive) -> None:
+    """A cloned .hivemind/roms/ could hold a link to a file of the user's, to be sent
+    to the model as the agent's instructions."""
+    write_agent(hive, "worker", front="max_steps: 0\n")  # invalid: the last good one is looked up
+    outside = hive.root.parent / "secret.md"
+    outside.write_text("---\nrole: stolen\n---\nthe user's secret\n")
+    saved = hive.last_good_rom_path("worker")
+    saved.parent.mkdir(parents=True)
+    saved.symlink_to(outside)
+
+    with pytest.raises(ConfigError, match="max_steps"):
+        RomRegistry(hive, AgentSettings()).load("worker")
+
+
+def test_a_fifo_as_the_saved_last_good_rom_does_not_hang_the_daemon(hive: Hive) -> None:
+    write_agent(hive, "worker", front="model: claude-haiku-5-5\n")
+    saved = hive.last_good_rom_path("worker")
+    saved.parent.mkdir(parents=True)
+    os.mkfifo(saved)
+    roms = RomRegistry(hive, AgentSettings())
+    roms.saves_last_good = True  # as the daemon's
+    loaded: list[str | None] = []
+    reader = threading.Thread(target=lambda: loaded.append(roms.load("worker").model),
+                              daemon=True)
+
+    reader.start()
+    reader.join(WAIT)
+
+    assert loaded == ["claude-haiku-5-5"], "the ROM load hung on the FIFO"
+    assert saved.is_file() and "claude-haiku-5-5" in saved.read_text()  # replaced

@@ -20,7 +20,7 @@ from pathlib import Path
 from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
 from hivemind.hive.atomic import atomic_write
 from hivemind.hive.document import decode_text
-from hivemind.hive.frontmatter import parse, read_text, rom_from_document
+from hivemind.hive.frontmatter import parse, rom_from_document
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
 from hivemind.hive.models import MIN_CONTEXT_TOKENS, AgentConfig, AgentSettings
 from hivemind.hive.paths import glob_match, glob_root
@@ -134,10 +134,10 @@ class RomRegistry:
     def _keep(self, name: str, text: str) -> None:
         """Save `text`, the agent's valid ROM, as its last good one (unless it is)."""
         saved = self.hive.last_good_rom_path(name)
-        try:
-            if saved.read_text(encoding="utf-8") == text:
+        try:  # a FIFO there must not hang the daemon (it is replaced below)
+            if read_regular(saved, self.hive.root) == text.encode("utf-8"):
                 return
-        except (OSError, UnicodeDecodeError):
+        except (OSError, FileFormatError):
             pass
         try:
             saved.parent.mkdir(parents=True, exist_ok=True)
@@ -149,8 +149,8 @@ class RomRegistry:
         """Take up the agent's last good ROM saved by an earlier read (another run's, or
         another command's), if there is one and it is still valid."""
         saved = self.hive.last_good_rom_path(name)
-        try:
-            text = read_text(saved)
+        try:  # read as ROM.md is: a cloned .hivemind/ may hold a link out or a FIFO
+            text = decode_text(saved, read_regular(saved, self.hive.root))
             entry.good = rom_from_document(parse(text, saved), name, self.defaults)
             entry.text = text
         except (OSError, FileFormatError):
