@@ -6,7 +6,8 @@
     │   ├── FileFormatError           a task / message / ROM file cannot be parsed
     │   ├── PathEscapeError           a path lies outside the allowed folders
     │   ├── UnknownAgentError         no agents/<name>/ROM.md for that name
-    │   └── HiveLockedError           another daemon already runs on this hive
+    │   ├── HiveLockedError           another daemon already runs on this hive
+    │   └── MemoryFullError           a memory scope is full of memories none may evict
     └── RuntimeFailure                the runtime could not do its job
         ├── BudgetError               the budget cannot hold what must be sent
         │   └── CriticalOverBudgetError   CRITICAL blocks alone exceed the budget
@@ -74,6 +75,11 @@ class HiveLockedError(UserError):
         self.pid = pid
         who = f"pid {pid}" if pid is not None else "another process"
         super().__init__(f"{hive}: a hivemind daemon already runs on this hive ({who})")
+
+
+class MemoryFullError(UserError):
+    """A write to long-term memory is refused: its scope (a task, a project, the global
+    tier) holds `[memory] max_items` memories and none of them may be evicted."""
 
 
 class RuntimeFailure(HivemindError):

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from hivemind.cli.app import app
 from hivemind.hive.layout import Hive
-from hivemind.ltm.store import IMPORT_BATCH
+from hivemind.ltm.importing import IMPORT_BATCH
 
 runner = CliRunner()
 

@@ -93,11 +93,21 @@ def test_an_update_keeps_a_project_memory_out_of_other_projects(
     assert json.loads(elsewhere) == []
 
 
-def test_a_line_that_names_a_tier_moves_the_memory(apollo: Hive, tmp_path: Path) -> None:
+def in_scopes(hive: Hive) -> dict[tuple[str, str | None, str], dict[str, Any]]:
+    """(tier, project, id) → exported line of every stored memory."""
+    _, out, _ = run(hive, "export")
+    return {(m["tier"], m["project"], m["id"]): m for m in map(json.loads, out.splitlines())}
+
+
+def test_a_line_that_names_another_tier_leaves_the_memory_where_it_is(
+    apollo: Hive, tmp_path: Path
+) -> None:
     line = {"id": "r1", "content": "Apollo launch pad 39A is booked", "tier": "global"}
-    run(apollo, "import", str(write(tmp_path, "g.jsonl", line)))
-    after = stored(apollo)["r1"]
-    assert (after["tier"], after["project"], after["access_count"]) == ("global", None, 1)
+    _, out, _ = run(apollo, "import", str(write(tmp_path, "g.jsonl", line)))
+    assert "imported 1 memories from" in out  # a new memory: its scope is its identity
+    after = in_scopes(apollo)
+    assert after[("global", None, "r1")]["access_count"] == 0
+    assert after[("project", "apollo", "r1")]["access_count"] == 1
 
 
 def test_a_line_that_gives_learned_values_sets_them(apollo: Hive, tmp_path: Path) -> None:
@@ -129,16 +139,17 @@ def test_project_option_overrides_the_project_of_every_line(hive: Hive, tmp_path
     assert owners == dict.fromkeys("abcd", ("project", "zeus"))
 
 
-def test_project_option_moves_a_stored_memory_and_keeps_what_it_learned(
+def test_project_option_copies_an_exported_memory_and_leaves_its_project_alone(
     apollo: Hive, tmp_path: Path
 ) -> None:
     _, exported, _ = run(apollo, "export")
     path = tmp_path / "export.jsonl"
     path.write_text(exported)
     code, out, _ = run(apollo, "import", str(path), "--project", "zeus")
-    assert code == 0 and "(0 new, 1 updated)" in out
-    after = stored(apollo)["r1"]
-    assert (after["project"], after["access_count"]) == ("zeus", 1)
+    assert code == 0 and "imported 1 memories from" in out
+    after = in_scopes(apollo)
+    assert after[("project", "zeus", "r1")]["access_count"] == 1  # what the line carried
+    assert after[("project", "apollo", "r1")] == json.loads(exported)
 
 
 def test_import_help_says_project_overrides_the_lines() -> None:

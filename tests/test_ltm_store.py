@@ -178,9 +178,10 @@ def test_consolidation_keeps_history_of_importance_at_least_0_7(ltm: LongTermMem
 def test_task_end_promotes_what_matters_and_clears_the_rest(ltm: LongTermMemory) -> None:
     keep = ltm.remember("the API rate limit is 50/s", agent="a", scope="task", task_id="t1",
                         project="p", importance=0.8)  # fmt: skip
-    drop = ltm.remember("tried port 8080", agent="a", scope="task", task_id="t1", importance=0.3)
-    other = ltm.remember("other task note", agent="a", scope="task", task_id="t2")
-    report = ltm.end_task("t1", success=True, goal=None)
+    drop = ltm.remember("tried port 8080", agent="a", scope="task", task_id="t1",
+                        project="p", importance=0.3)  # fmt: skip
+    other = ltm.remember("other task note", agent="a", scope="task", task_id="t2", project="p")
+    report = ltm.end_task("t1", success=True, goal=None, project="p")
     assert report.promoted == [keep.id] and report.cleared == [drop.id]
     promoted = ltm.backend.get(keep.id)
     assert promoted is not None and promoted.tier is Tier.PROJECT and promoted.project == "p"
@@ -205,7 +206,8 @@ def test_td_values_move_toward_the_outcome(ltm: LongTermMemory) -> None:
 def test_context_for_splits_the_budget_by_tier(ltm: LongTermMemory) -> None:
     for i in range(5):
         pad = "x" * 80
-        ltm.remember(f"deploy task note {i} {pad}", agent="a", scope="task", task_id="t")
+        ltm.remember(f"deploy task note {i} {pad}", agent="a", scope="task", task_id="t",
+                     project="p")  # fmt: skip
         ltm.remember(f"deploy project note {i} {pad}", agent="a", scope="project", project="p")
         ltm.remember(f"deploy global note {i} {pad}", agent="a", scope="global")
     picked = ltm.context_for("deploy note", agent="a", project="p", task_id="t",

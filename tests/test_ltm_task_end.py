@@ -31,6 +31,7 @@ from hivemind.ltm.learning import trace_key
 from hivemind.ltm.records import MemoryRecord, MemoryStatus, TaskEndReport, Tier
 from hivemind.ltm.retention import EVICTABLE, RetentionPolicy, prune_agent
 from hivemind.ltm.retrieval import recency
+from hivemind.ltm.scopes import GLOBAL_SCOPE, scope_key
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import ContextBlock, HistoryBlock
@@ -42,6 +43,11 @@ from tests.test_ltm_backend import T0, rec
 AGENTS = ["ann", "bob", None]
 TASKS = ["t0", "t1", "t2"]
 META_KEYS = ["traces:t0", "traces:t1", "points:ann"]
+SCOPES = [GLOBAL_SCOPE, "project:p", *(scope_key("task", None, t) for t in TASKS)]
+
+
+def task_scope(task_id: str) -> str:
+    return scope_key("task", None, task_id)
 
 
 @pytest.fixture
@@ -77,13 +83,14 @@ class Oracle:
     def check(self, store: SQLiteBackend) -> None:
         assert store.count() == self.one("SELECT count(*) FROM memories")
         for agent in AGENTS[:2]:
-            assert store.evictable_count(agent) == self.one(  # type: ignore[arg-type]
-                "SELECT count(*) FROM memories WHERE agent = ? AND preference = 0 "
-                "AND status = 'active'",
-                agent,
-            )
+            for scope in SCOPES:
+                assert store.evictable_count(agent, scope) == self.one(  # type: ignore[arg-type]
+                    "SELECT count(*) FROM memories WHERE agent = ? AND preference = 0 "
+                    "AND status = 'active' AND scope = ?",
+                    agent, scope,
+                )  # fmt: skip
         for task in TASKS:
-            assert store.task_memory_count(task) == self.one(
+            assert store.task_memory_count(task_scope(task)) == self.one(
                 "SELECT count(*) FROM memories WHERE tier = 'task' AND task_id = ?", task
             )
         for key in META_KEYS:
@@ -107,7 +114,7 @@ def random_record(rnd: random.Random, memory_id: str) -> MemoryRecord:
 def random_write(rnd: random.Random, store: SQLiteBackend, step: int) -> None:
     """One of every kind of write: add, replace (any field changed), delete, clear, meta,
     touch, and a transaction that rolls back."""
-    ids = [r.id for r in store.list_all()]
+    ids = list(dict.fromkeys(r.id for r in store.list_all()))  # scopes may share an id
     kind = rnd.randrange(7)
     if kind == 0 or not ids:
         store.add_many([random_record(rnd, f"m{step}-{i}") for i in range(rnd.randint(1, 3))])
@@ -151,7 +158,7 @@ def test_a_meta_table_too_big_to_keep_is_read_key_by_key(
     theirs.meta_set("traces:t1", "b")
     theirs.meta_set("traces:t0", None)
     oracle.check(ours)
-    facts = ours.task_end_facts("t1", trace_key("t1"), None)
+    facts = ours.task_end_facts(task_scope("t1"), trace_key("t1"), None, GLOBAL_SCOPE)
     assert facts is not None and facts.has_meta
 
 
@@ -192,15 +199,15 @@ def test_facts_read_while_another_connection_commits_are_not_trusted(
     committed: list[str] = []
 
     def commit_meanwhile(sql: str) -> None:
-        if "GROUP BY task_id" in sql and not committed:
+        if "GROUP BY scope" in sql and not committed:
             theirs.add(rec("late", tier=Tier.TASK, task_id="t1"))
             committed.append(sql)
 
     ours._conn.set_trace_callback(commit_meanwhile)
-    assert ours.task_end_facts("t1", trace_key("t1"), "ann") is None
+    assert ours.task_end_facts(task_scope("t1"), trace_key("t1"), "ann", GLOBAL_SCOPE) is None
     ours._conn.set_trace_callback(None)
     assert committed
-    facts = ours.task_end_facts("t1", trace_key("t1"), "ann")
+    facts = ours.task_end_facts(task_scope("t1"), trace_key("t1"), "ann", GLOBAL_SCOPE)
     assert facts is not None and facts.task_memories == 1
 
 
@@ -222,12 +229,13 @@ def test_a_task_memory_written_by_another_store_is_cleared_at_task_end(hive: Hiv
     with LongTermMemory(hive) as ours, LongTermMemory(hive) as theirs:
         assert ours.end_task("t1", success=True, goal=None, agent="a").cleared == []
         note = theirs.remember("scratch: port 8081", agent="a", scope="task", task_id="t1",
-                               importance=0.1)  # fmt: skip
+                               project="p", importance=0.1)  # fmt: skip
         kept = theirs.remember("the API limit is 50/s", agent="a", scope="task", task_id="t1",
                                project="p", importance=0.9)  # fmt: skip
-        report = ours.end_task("t1", success=True, goal=None, agent="a")
+        report = ours.end_task("t1", success=True, goal=None, agent="a", project="p")
         assert report.cleared == [note.id] and report.promoted == [kept.id]
-        assert theirs.backend.task_memory_count("t1") == 0  # type: ignore[attr-defined]
+        t1 = scope_key("task", "p", "t1")
+        assert theirs.backend.task_memory_count(t1) == 0  # type: ignore[attr-defined]
 
 
 def test_traces_recorded_by_another_store_are_learned_or_forgotten(hive: Hive) -> None:
@@ -299,7 +307,7 @@ def test_pruning_ranks_candidates_as_whole_records(ours: SQLiteBackend, seed: in
     ])  # fmt: skip
     policy = RetentionPolicy(max_per_agent=70, half_life_hours=24.0 * rnd.choice([1, 30]))
     share = policy.importance_share
-    mine = {**EVICTABLE, "agent": "ann"}
+    mine = {**EVICTABLE, "agent": "ann", "scope": GLOBAL_SCOPE}
     before = ours.query(mine, order_by="created_at")
     expected = sorted(  # the ranking as it was written before candidates existed
         before,
@@ -307,8 +315,8 @@ def test_pruning_ranks_candidates_as_whole_records(ours: SQLiteBackend, seed: in
         + (1 - share) * recency(r, at, policy.half_life_hours),
     )[: len(before) - 70]
     assert [c.id for c in ours.prune_candidates(mine)] == [r.id for r in before]
-    assert prune_agent(ours, "ann", policy, at) == [r.id for r in expected]
-    assert ours.evictable_count("ann") == 70
+    assert prune_agent(ours, "ann", policy, at, GLOBAL_SCOPE) == [r.id for r in expected]
+    assert ours.evictable_count("ann", GLOBAL_SCOPE) == 70
 
 
 def test_a_task_end_on_a_closed_store_says_so(hive: Hive) -> None:

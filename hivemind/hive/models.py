@@ -325,7 +325,13 @@ class MemorySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_items: int = Field(default=100_000, ge=10)
+    max_items: int = Field(
+        default=100_000,
+        ge=10,
+        description="memories per scope (a task, a project, the global tier); a write "
+        "evicts from its own scope only, and is refused if nothing there may be evicted",
+    )
+    """Capacity per scope, never store-wide: one project's writes never evict another's."""
     reflection_threshold: float = Field(default=150.0, gt=0)
     reflect_offline: bool = False
     share_of_budget: float = Field(default=0.15, ge=0.0, le=0.9)

@@ -27,7 +27,7 @@ SCALAR_FIELDS: frozenset[str] = frozenset(
     {
         "id", "key", "content", "kind", "tier", "project", "agent", "task_id", "domain",
         "task_type", "importance", "created_at", "last_accessed", "access_count", "status",
-        "preference", "embedding_model",
+        "preference", "embedding_model", "scope",
     }
 )  # fmt: skip
 LIST_FIELDS: frozenset[str] = frozenset({"tags", "source_ids"})
@@ -143,16 +143,17 @@ class MemoryBackend(Protocol):
     """Where memories live. Both implementations pass the same contract tests."""
 
     def add(self, record: MemoryRecord) -> None:
-        """Insert `record`, replacing any record with the same id."""
+        """Insert `record`, replacing the record with the same scope and id (its identity)."""
 
     def add_many(self, records: Iterable[MemoryRecord]) -> int:
         """Insert (or replace) many records in one transaction; returns how many."""
 
-    def get(self, memory_id: str) -> MemoryRecord | None:
-        """The record with that id, or None."""
+    def get(self, memory_id: str, *, scope: str | None = None) -> MemoryRecord | None:
+        """The record with that id (in `scope`, if given), or None."""
 
-    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        """The records with those ids, in that order; missing ids are skipped."""
+    def get_many(self, ids: Sequence[str], *, scope: str | None = None) -> list[MemoryRecord]:
+        """The records with those ids, in that order, missing ids skipped: in `scope`, or
+        without one in every scope (an id several scopes use gives several records)."""
 
     def query(
         self,
@@ -169,11 +170,12 @@ class MemoryBackend(Protocol):
     def count(self, filters: Filters | None = None) -> int:
         """How many records match."""
 
-    def delete(self, memory_id: str) -> bool:
-        """Delete one record; False if there was none."""
+    def delete(self, memory_id: str, *, scope: str | None = None) -> bool:
+        """Delete the record with that id (in `scope`, or in every scope); False if none."""
 
-    def delete_many(self, ids: Iterable[str]) -> int:
-        """Delete these records; returns how many existed."""
+    def delete_many(self, ids: Iterable[str], *, scope: str | None = None) -> int:
+        """Delete the records with these ids (in `scope`, or in every scope); returns
+        how many existed."""
 
     def clear(self, filters: Filters | None = None) -> int:
         """Delete every record matching `filters` (all of them if None); returns how many."""
@@ -187,8 +189,9 @@ class MemoryBackend(Protocol):
         positive, higher = more relevant.
         """
 
-    def touch(self, ids: Sequence[str], at: datetime) -> None:
-        """Record an access: `last_accessed = at`, `access_count += 1`."""
+    def touch(self, ids: Sequence[str], at: datetime, *, scope: str | None = None) -> None:
+        """Record an access (in `scope`, or in every scope): `last_accessed = at`,
+        `access_count += 1`."""
 
     def vectors(self, model: str, filters: Filters | None = None) -> list[tuple[str, Any]]:
         """(id, vector) of every matching record embedded by `model` (a float sequence)."""
@@ -212,13 +215,14 @@ class MemoryBackend(Protocol):
 
 class TaskEndFacts(NamedTuple):
     """What a task end must know to tell whether it has anything to write, all true at
-    one instant: whether its meta key (the TD traces) exists, how many task-tier memories
-    the task has, how many memories the agent could lose to pruning."""
+    one instant: whether its meta key (the TD traces) exists, how many memories the task's
+    scope holds, how many memories the agent could lose to pruning in one scope."""
 
     has_meta: bool
     task_memories: int
     agent_memories: int | None
-    """Rows of the agent that `retention.EVICTABLE` matches (None when no agent was named)."""
+    """Rows of the agent in the scope that `retention.EVICTABLE` matches (None when no
+    agent was named)."""
 
 
 @runtime_checkable
@@ -226,14 +230,17 @@ class CountingBackend(Protocol):
     """A backend that keeps the counts a task end and retention need, so asking costs
     (almost) nothing. Optional: the store and retention fall back to queries without it."""
 
-    def evictable_count(self, agent: str) -> int:
-        """`count({**retention.EVICTABLE, "agent": agent})`."""
+    def evictable_count(self, agent: str, scope: str) -> int:
+        """`count({**retention.EVICTABLE, "agent": agent, "scope": scope})`."""
 
-    def task_memory_count(self, task_id: str) -> int:
-        """`count({"tier": "task", "task_id": task_id})`."""
+    def task_memory_count(self, task_scope: str) -> int:
+        """`count({"tier": "task", "scope": task_scope})`."""
 
-    def task_end_facts(self, task_id: str, meta_key: str, agent: str | None) -> TaskEndFacts | None:
-        """The facts at one instant, or None when they cannot be had cheaply right now."""
+    def task_end_facts(
+        self, task_scope: str, meta_key: str, agent: str | None, scope: str
+    ) -> TaskEndFacts | None:
+        """The facts at one instant (the agent's in `scope`), or None when they cannot be
+        had cheaply right now."""
 
 
 class PruneCandidate(NamedTuple):

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
+from hivemind.ltm.backend import MemoryBackend
 from hivemind.ltm.importance import heuristic_importance
+from hivemind.ltm.records import MemoryRecord, Tier, new_memory_id
+from hivemind.ltm.scopes import by_scope
 from hivemind.memory.blocks import HistoryBlock
 
 
@@ -78,3 +81,20 @@ def memorable(history: Sequence[HistoryBlock], threshold: float) -> list[Memorab
         if content and importance >= threshold:
             picked.append(Memorable(block.id, content, importance, block.timestamp))
     return picked
+
+
+def promoted(
+    backend: MemoryBackend, task_memories: Sequence[MemoryRecord], threshold: float
+) -> list[MemoryRecord]:
+    """The task memories of importance at least `threshold`, moved up to their project
+    (or the global) tier. One whose id is taken there gets a fresh id: the memory that
+    had it belongs to that scope and is kept as it is."""
+    keep = [r.model_copy() for r in task_memories if r.importance >= threshold]
+    for record in keep:
+        record.tier = Tier.PROJECT if record.project else Tier.GLOBAL
+    for scope, ids in by_scope(r.ref for r in keep).items():
+        taken = {r.id for r in backend.get_many(ids, scope=scope)}
+        for record in keep:
+            if record.scope == scope and record.id in taken:
+                record.id = new_memory_id()
+    return keep

@@ -13,6 +13,7 @@ from hivemind.errors import StoreError
 from hivemind.ltm.analysis import stem, words
 from hivemind.ltm.backend import Filters, check_filters, field_value, matches, order_keys
 from hivemind.ltm.records import MemoryRecord, as_utc
+from hivemind.ltm.scopes import MemoryRef
 
 # FTS5's bm25() defaults, and the same column weights as the SQLite backend.
 K1 = 1.2
@@ -30,12 +31,12 @@ class InMemoryBackend:
     """Everything in process memory; same behaviour as the SQLite backend."""
 
     def __init__(self) -> None:
-        self._records: dict[str, MemoryRecord] = {}
+        self._records: dict[MemoryRef, MemoryRecord] = {}  # by (scope, id): its identity
         self._meta: dict[str, str] = {}
-        # term → {id: weighted term frequency}; id → indexed length (tokens)
-        self._postings: dict[str, dict[str, float]] = defaultdict(dict)
-        self._lengths: dict[str, int] = {}
-        self._terms: dict[str, list[str]] = {}
+        # term → {ref: weighted term frequency}; ref → indexed length (tokens)
+        self._postings: dict[str, dict[MemoryRef, float]] = defaultdict(dict)
+        self._lengths: dict[MemoryRef, int] = {}
+        self._terms: dict[MemoryRef, list[str]] = {}
         self._version = 0
         self._closed = False
 
@@ -47,47 +48,48 @@ class InMemoryBackend:
         self._check_open()
         n = 0
         for record in records:
-            self._unindex(record.id)
-            self._records[record.id] = record.model_copy(deep=True)
+            self._unindex(record.ref)
+            self._records[record.ref] = record.model_copy(deep=True)
             self._index(record)
             n += 1
         self._version += 1
         return n
 
-    def delete(self, memory_id: str) -> bool:
-        return self.delete_many([memory_id]) == 1
+    def delete(self, memory_id: str, *, scope: str | None = None) -> bool:
+        return self.delete_many([memory_id], scope=scope) >= 1
 
-    def delete_many(self, ids: Iterable[str]) -> int:
+    def delete_many(self, ids: Iterable[str], *, scope: str | None = None) -> int:
+        return self._delete(self._refs(ids, scope))
+
+    def _delete(self, refs: Iterable[MemoryRef]) -> int:
         self._check_open()
         n = 0
-        for memory_id in ids:
-            if self._records.pop(memory_id, None) is not None:
-                self._unindex(memory_id)
+        for ref in refs:
+            if self._records.pop(ref, None) is not None:
+                self._unindex(ref)
                 n += 1
         self._version += 1
         return n
 
     def clear(self, filters: Filters | None = None) -> int:
         check_filters(filters)
-        return self.delete_many([r.id for r in self._all() if matches(r, filters)])
+        return self._delete([r.ref for r in self._all() if matches(r, filters)])
 
-    def touch(self, ids: Sequence[str], at: datetime) -> None:
+    def touch(self, ids: Sequence[str], at: datetime, *, scope: str | None = None) -> None:
         self._check_open()
-        for memory_id in ids:
-            record = self._records.get(memory_id)
-            if record is not None:
-                record.last_accessed = as_utc(at)
-                record.access_count += 1
+        for ref in self._refs(ids, scope):
+            record = self._records[ref]
+            record.last_accessed = as_utc(at)
+            record.access_count += 1
         self._version += 1
 
     # -- reads -----------------------------------------------------------------
-    def get(self, memory_id: str) -> MemoryRecord | None:
-        self._check_open()
-        record = self._records.get(memory_id)
-        return record.model_copy(deep=True) if record is not None else None
+    def get(self, memory_id: str, *, scope: str | None = None) -> MemoryRecord | None:
+        found = self.get_many([memory_id], scope=scope)
+        return found[0] if found else None
 
-    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        return [r for r in (self.get(i) for i in ids) if r is not None]
+    def get_many(self, ids: Sequence[str], *, scope: str | None = None) -> list[MemoryRecord]:
+        return [self._records[ref].model_copy(deep=True) for ref in self._refs(ids, scope)]
 
     def query(
         self,
@@ -118,15 +120,15 @@ class InMemoryBackend:
         if not n_docs or not terms:
             return []
         avg_len = sum(self._lengths.values()) / n_docs or 1.0
-        scores: dict[str, float] = defaultdict(float)
+        scores: dict[MemoryRef, float] = defaultdict(float)
         for term in {stem(w) for t in terms for w in words(t)}:
             postings = self._postings.get(term, {})
             if not postings:
                 continue
             idf = max(1e-6, math.log((n_docs - len(postings) + 0.5) / (len(postings) + 0.5)))
-            for memory_id, tf in postings.items():
-                norm = K1 * (1 - B + B * self._lengths[memory_id] / avg_len)
-                scores[memory_id] += idf * tf * (K1 + 1) / (tf + norm)
+            for ref, tf in postings.items():
+                norm = K1 * (1 - B + B * self._lengths[ref] / avg_len)
+                scores[ref] += idf * tf * (K1 + 1) / (tf + norm)
         hits = [(self._records[i], s) for i, s in scores.items()]
         ranked = sorted((h for h in hits if matches(h[0], filters)), key=lambda h: -h[1])
         return [(r.model_copy(deep=True), s) for r, s in ranked[:limit]]
@@ -164,6 +166,16 @@ class InMemoryBackend:
         if self._closed:
             raise StoreError("the memory store is closed")
 
+    def _refs(self, ids: Iterable[str], scope: str | None) -> list[MemoryRef]:
+        """The stored refs with these ids (in `scope`, or in every scope), in id order."""
+        self._check_open()
+        if scope is not None:
+            return [(scope, i) for i in dict.fromkeys(ids) if (scope, i) in self._records]
+        by_id: dict[str, list[MemoryRef]] = {}
+        for ref in self._records:
+            by_id.setdefault(ref[1], []).append(ref)
+        return [ref for i in dict.fromkeys(ids) for ref in by_id.get(i, ())]
+
     def _all(self) -> list[MemoryRecord]:
         self._check_open()
         return list(self._records.values())
@@ -177,16 +189,16 @@ class InMemoryBackend:
         for w in labels:
             tf[w] += LABEL_WEIGHT
         for term, weight in tf.items():
-            self._postings[term][record.id] = weight
-        self._lengths[record.id] = len(content) + len(labels)
-        self._terms[record.id] = list(tf)
+            self._postings[term][record.ref] = weight
+        self._lengths[record.ref] = len(content) + len(labels)
+        self._terms[record.ref] = list(tf)
 
-    def _unindex(self, memory_id: str) -> None:
-        if self._lengths.pop(memory_id, None) is None:
+    def _unindex(self, ref: MemoryRef) -> None:
+        if self._lengths.pop(ref, None) is None:
             return
-        for term in self._terms.pop(memory_id):
+        for term in self._terms.pop(ref):
             postings = self._postings[term]
-            postings.pop(memory_id, None)
+            postings.pop(ref, None)
             if not postings:
                 del self._postings[term]
 

@@ -7,11 +7,14 @@ One JSON object per line (UTF-8, a leading BOM and CRLF line ends accepted).
 line also carries kind, tier, project, agent, task_id, status, preference,
 source_ids, last_accessed, access_count and goal_values, so it re-imports as is.
 
-An id may appear once per file (a repeat is a bad line). A line whose id is
-already in the store updates that memory with what the line gives and keeps
-the rest: what was learned (access count, last access, goal values), its
-project and tier, its vector while the content stays. A null counts as absent.
-The import's `project` puts every line in that project, whatever the line says.
+A memory's identity is its scope plus its id (see `scopes`): a line lands in the
+scope it names (`project`, `tier`, `task_id`; the import's `project` puts every line
+in that project, whatever the line says) and updates only the memory with its id
+there, never one of another scope. A line that names no scope updates the one memory
+with its id wherever it is (it is refused if several scopes hold that id), else it
+is global. An update keeps what the line does not give: what was learned (access
+count, last access, goal values), its vector while the content stays. A null counts
+as absent. An id may appear once per scope in a file (a repeat is a bad line).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from hivemind.ltm.records import (
     is_blank,
     utcnow,
 )
+from hivemind.ltm.scopes import scope_key
 from hivemind.memory.keys import generate_memory_key
 
 # Besides ISO 8601: the date styles of common chat-log dumps.
@@ -237,21 +241,39 @@ def to_record(
     return MemoryRecord.model_validate(fields)
 
 
+def named_owner(line: ImportLine, project: str | None) -> tuple[Tier, str | None] | None:
+    """The tier and project a line puts its memory in (the import's `project` first,
+    a global line made a project one), or None if it names neither."""
+    named = project or line.project
+    tier = line.tier
+    if project and tier in (None, Tier.GLOBAL):
+        tier = Tier.PROJECT
+    elif tier is None:
+        tier = Tier.PROJECT if named else None
+    if tier is None or (tier is Tier.PROJECT and not named):
+        return None
+    return tier, None if tier is Tier.GLOBAL else named
+
+
+def line_scope(line: ImportLine, project: str | None) -> str | None:
+    """The scope a line names (see `named_owner`), or None if it names none."""
+    owner = named_owner(line, project)
+    if owner is None:
+        return None
+    tier, named = owner
+    return scope_key(tier, named, line.task_id if tier is Tier.TASK else None)
+
+
 def _owner(
     line: ImportLine, stored: MemoryRecord | None, project: str | None
 ) -> tuple[Tier, str | None]:
-    """Tier and project: the import's project, else the line's, else the stored ones."""
-    named = project or line.project
-    owner = named or (stored.project if stored is not None else None)
-    if line.tier is not None:
-        tier = line.tier
-    elif named:
-        tier = Tier.TASK if stored is not None and stored.tier is Tier.TASK else Tier.PROJECT
-    else:
-        tier = stored.tier if stored is not None else Tier.GLOBAL
-    if project and tier is Tier.GLOBAL:
-        tier = Tier.PROJECT
-    return tier, owner
+    """Tier and project: those the line names, else the stored memory's, else global."""
+    owner = named_owner(line, project)
+    if owner is not None:
+        return owner
+    if stored is not None:
+        return line.tier or stored.tier, stored.project
+    return line.tier or Tier.GLOBAL, None
 
 
 def same_record(a: MemoryRecord, b: MemoryRecord) -> bool:
@@ -279,12 +301,13 @@ NumberedLine = tuple[int, ImportLine]
 
 
 def read_batches(
-    lines: Iterable[str], report: ImportReport, size: int
+    lines: Iterable[str], report: ImportReport, size: int, project: str | None = None
 ) -> Iterator[tuple[list[NumberedLine], int]]:
     """The good lines with their numbers in batches of `size`, with the lines read for
-    each batch; bad lines (a repeated id among them) and ignored fields go into `report`."""
+    each batch; bad lines (an id repeated in one scope among them) and ignored fields go
+    into `report`. `project` is the import's."""
     unknown: set[str] = set()
-    first_line: dict[str, int] = {}  # id given in the file -> the line that had it first
+    first_line: dict[tuple[str | None, str], int] = {}  # (scope, id) -> its first line
     batch: list[NumberedLine] = []
     number = last = 0
     for number, line, problem in parse_lines(lines):
@@ -292,15 +315,16 @@ def read_batches(
             report.errors.append(problem or f"line {number}: unreadable")
             continue
         unknown.update(line.model_extra or {})
-        if line.id is not None and line.id in first_line:
+        identity = (line_scope(line, project), line.id or "")
+        if line.id is not None and identity in first_line:
             # Which of two lines was meant is a guess: keep the first, name both.
             report.errors.append(
-                f"line {number}: id {line.id} already appears on line {first_line[line.id]}"
+                f"line {number}: id {line.id} already appears on line {first_line[identity]}"
             )
             continue
         batch.append((number, line))
         if line.id is not None:
-            first_line[line.id] = number
+            first_line[identity] = number
         if len(batch) >= size:
             yield batch, number - last
             batch, last = [], number

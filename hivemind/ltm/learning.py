@@ -5,6 +5,9 @@ decay by γ·λ and the memories just retrieved get a trace of 1 (replacing
 traces). When the task ends the outcome is the terminal reward (done = 1,
 failed = 0) and each traced memory's value for the goal moves toward it:
 `V ← V + α·(r − V)·e`, clamped to 0..1. The values feed the δ term of retrieval.
+
+A trace names its memory by `scopes.ref_key` (scope and id: two projects may use the
+same id); a plain id, as traces were kept before scopes, names that id in any scope.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hivemind.ltm.backend import MemoryBackend
+from hivemind.ltm.records import MemoryRecord
+from hivemind.ltm.scopes import parse_ref_key
 
 _TRACE_FLOOR = 0.01  # traces below this are forgotten: they would barely move a value
 
@@ -53,7 +58,8 @@ class ValueLearner:
         return {str(k): float(v) for k, v in json.loads(raw).items()} if raw else {}
 
     def record_access(self, task_id: str, ids: Sequence[str]) -> dict[str, float]:
-        """One step of the task: decay every trace, set the retrieved ones to 1."""
+        """One step of the task: decay every trace, set the retrieved ones (`ref_key`s,
+        or plain ids) to 1."""
         p = self.params
         traces = {i: e * p.gamma * p.lam for i, e in self.traces(task_id).items()}
         traces = {i: e for i, e in traces.items() if e >= _TRACE_FLOOR}
@@ -70,9 +76,9 @@ class ValueLearner:
         traces = {str(k): float(v) for k, v in json.loads(raw).items()}
         updates: dict[str, tuple[float, float]] = {}
         changed = []
-        for record in self.backend.get_many(sorted(traces)):
+        for key, record in self._traced(sorted(traces)):
             old = record.goal_values.get(goal, p.initial)
-            new = min(1.0, max(0.0, old + p.alpha * (reward - old) * traces[record.id]))
+            new = min(1.0, max(0.0, old + p.alpha * (reward - old) * traces[key]))
             record.goal_values = {**record.goal_values, goal: round(new, 6)}
             changed.append(record)
             updates[record.id] = (old, new)
@@ -80,6 +86,14 @@ class ValueLearner:
             self.backend.add_many(changed)
         self.backend.meta_set(trace_key(task_id), None)
         return updates
+
+    def _traced(self, keys: Sequence[str]) -> list[tuple[str, MemoryRecord]]:
+        """(trace key, its memory) for every traced memory still stored."""
+        found: list[tuple[str, MemoryRecord]] = []
+        for key in keys:
+            scope, memory_id = parse_ref_key(key)
+            found.extend((key, r) for r in self.backend.get_many([memory_id], scope=scope))
+        return found
 
     def forget(self, task_id: str) -> None:
         """Drop a task's traces without learning from them."""

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hivemind.ltm.scopes import MemoryRef, scope_key
+
 MAX_CONTENT_CHARS = 4_000
 """The longest memory a person may add or import, the same cap as the agents' `remember`
 tool: a longer one would rank like any other yet never fit an agent's context."""
@@ -99,6 +101,16 @@ class MemoryRecord(BaseModel):
     goal_values: dict[str, float] = Field(default_factory=dict)
     """Learned value per goal (`domain/task_type`), 0..1, from TD(λ)."""
 
+    @property
+    def scope(self) -> str:
+        """The task, project or global scope it belongs to (see `hivemind.ltm.scopes`)."""
+        return scope_key(self.tier, self.project, self.task_id if self.tier is Tier.TASK else None)
+
+    @property
+    def ref(self) -> MemoryRef:
+        """(scope, id): its identity."""
+        return (self.scope, self.id)
+
     @field_validator("created_at", "last_accessed")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
@@ -134,6 +146,10 @@ class ScoredMemory(BaseModel):
     @property
     def id(self) -> str:
         return self.record.id
+
+    @property
+    def ref(self) -> MemoryRef:
+        return self.record.ref
 
     @property
     def content(self) -> str:
@@ -175,6 +191,8 @@ class TaskEndReport(BaseModel):
     value_updates: dict[str, tuple[float, float]] = Field(default_factory=dict)
     """memory id → (old value, new value) for the goal."""
     pruned: list[str] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)
+    """Why history was not consolidated: its scope was full with nothing to evict."""
 
 
 class ImportReport(BaseModel):

@@ -32,6 +32,7 @@ from hivemind.ltm.analysis import query_terms
 from hivemind.ltm.backend import Filters, MemoryBackend
 from hivemind.ltm.embeddings import Embedder, VectorIndex
 from hivemind.ltm.records import MemoryRecord, ScoredMemory, Tier, as_utc
+from hivemind.ltm.scopes import MemoryRef
 
 
 @dataclass(frozen=True)
@@ -120,18 +121,22 @@ class Retriever:
         pool = max(self.tuning.pool, k)
         terms = query_terms(query)
         found = self.backend.search(terms, scope, limit=pool)
-        records = {r.id: r for r, _ in found}
-        bm25 = {r.id: s for r, s in found}
+        # Keyed by (scope, id): a project and the global tier may both hold an id.
+        records: dict[MemoryRef, MemoryRecord] = {r.ref: r for r, _ in found}
+        bm25 = {r.ref: s for r, s in found}
         sims: dict[str, float] | None = None
         if self.embedder is not None and query.strip():
-            sims = self._dense(query, scope, pool, list(records))
-            missing = [i for i in sims if i not in records]
-            records.update((r.id, r) for r in self.backend.get_many(missing))
-            sims = {i: s for i, s in sims.items() if i in records}
+            sims = self._dense(query, scope, pool, list(dict.fromkeys(i for _, i in records)))
+            known = {i for _, i in records}
+            missing = [i for i in sims if i not in known]
+            if missing:
+                extra = self.backend.query({"$and": [scope, {"id": {"$in": missing}}]})
+                records.update((r.ref, r) for r in extra)
+            sims = {i: s for i, s in sims.items() if i in {m for _, m in records}}
         if not records and not terms:
             # Nothing to match on ("", "?"): the most recently used memories.
             records = {
-                r.id: r for r in self.backend.query(scope, limit=pool, order_by="-last_accessed")
+                r.ref: r for r in self.backend.query(scope, limit=pool, order_by="-last_accessed")
             }
         if not records:
             return []
@@ -148,7 +153,7 @@ class Retriever:
     def _rank(
         self,
         candidates: list[MemoryRecord],
-        bm25: dict[str, float],
+        bm25: dict[MemoryRef, float],
         sims: dict[str, float] | None,
         *,
         k: int,
@@ -157,7 +162,7 @@ class Retriever:
         w: RetrievalWeights,
     ) -> list[ScoredMemory]:
         t = self.tuning
-        raw_bm25 = [bm25.get(r.id, 0.0) for r in candidates]
+        raw_bm25 = [bm25.get(r.ref, 0.0) for r in candidates]
         relevance = of_best(raw_bm25)
         if sims is not None:
             dense = minmax([sims.get(r.id, 0.0) for r in candidates])
@@ -192,7 +197,7 @@ class Retriever:
                     similarity=None if sims is None else sims.get(record.id),
                 )
             )
-        scored.sort(key=lambda s: (-s.score, -s.bm25, s.record.id))
+        scored.sort(key=lambda s: (-s.score, -s.bm25, s.record.id, s.record.scope))
         return scored[:k]
 
 
@@ -204,17 +209,17 @@ def fit_budget(
 ) -> list[ScoredMemory]:
     """The best memories that fit `max_tokens`: each tier first within its share, then
     what the others left over, best first; returned in rank order."""
-    cost = {m.id: count_tokens(m.content) for m in ranked}
-    chosen: set[str] = set()
+    cost = {m.ref: count_tokens(m.content) for m in ranked}
+    chosen: set[MemoryRef] = set()
     used = dict.fromkeys(shares, 0)
     for m in ranked:
         tier = m.record.tier
-        if used[tier] + cost[m.id] <= shares[tier] * max_tokens:
-            used[tier] += cost[m.id]
-            chosen.add(m.id)
+        if used[tier] + cost[m.ref] <= shares[tier] * max_tokens:
+            used[tier] += cost[m.ref]
+            chosen.add(m.ref)
     left = max_tokens - sum(used.values())
     for m in ranked:
-        if m.id not in chosen and cost[m.id] <= left:
-            left -= cost[m.id]
-            chosen.add(m.id)
-    return [m for m in ranked if m.id in chosen]
+        if m.ref not in chosen and cost[m.ref] <= left:
+            left -= cost[m.ref]
+            chosen.add(m.ref)
+    return [m for m in ranked if m.ref in chosen]

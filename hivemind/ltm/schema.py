@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from hivemind.ltm.scopes import scope_key
+
 # v1: records and an FTS5 index of their text, kept in sync by triggers.
 _V1 = """
 CREATE TABLE memories (
@@ -85,7 +87,67 @@ CREATE TRIGGER memories_au AFTER UPDATE OF content, labels ON memories BEGIN
 END;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# v4: a memory's identity is its scope plus its id (two projects may both hold a
+# `D1:1`): `id` is no longer UNIQUE store-wide, (scope, id) is. SQLite cannot drop a
+# constraint, so the table is rebuilt, every row kept with its rowid (the FTS index
+# keys on it) and indexed again, labels too; `hivemind_scope` is `scopes.scope_key`,
+# registered by `migrate`.
+_V4 = """
+DROP TRIGGER memories_ad;
+DROP TRIGGER memories_au;
+CREATE TABLE memories_v4 (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    content TEXT NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'episodic',
+    tier TEXT NOT NULL DEFAULT 'global',
+    project TEXT,
+    agent TEXT,
+    task_id TEXT,
+    domain TEXT,
+    task_type TEXT,
+    tags TEXT NOT NULL DEFAULT '[]',
+    importance REAL NOT NULL DEFAULT 0.5,
+    created_at REAL NOT NULL,
+    last_accessed REAL NOT NULL,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    source_ids TEXT NOT NULL DEFAULT '[]',
+    status TEXT NOT NULL DEFAULT 'active',
+    preference INTEGER NOT NULL DEFAULT 0,
+    embedding_model TEXT,
+    embedding BLOB,
+    goal_values TEXT NOT NULL DEFAULT '{}',
+    labels TEXT NOT NULL DEFAULT '',
+    scope TEXT NOT NULL
+);
+INSERT INTO memories_v4 SELECT rowid, id, key, content, kind, tier, project, agent, task_id,
+    domain, task_type, tags, importance, created_at, last_accessed, access_count, source_ids,
+    status, preference, embedding_model, embedding, goal_values,
+    trim(coalesce((SELECT group_concat(value, ' ') FROM json_each(memories.tags)), '')
+        || ' ' || coalesce(domain, '') || ' ' || coalesce(task_type, '')),
+    hivemind_scope(tier, project, CASE WHEN tier = 'task' THEN task_id END)
+    FROM memories;
+DROP TABLE memories;
+ALTER TABLE memories_v4 RENAME TO memories;
+CREATE UNIQUE INDEX memories_identity ON memories (scope, id);
+CREATE INDEX memories_id ON memories (id);
+CREATE INDEX memories_scope ON memories (tier, project, task_id);
+CREATE INDEX memories_key ON memories (key);
+CREATE INDEX memories_agent ON memories (agent, importance);
+INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
+CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, labels)
+    VALUES ('delete', old.rowid, old.content, old.labels);
+END;
+CREATE TRIGGER memories_au AFTER UPDATE OF content, labels ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, labels)
+    VALUES ('delete', old.rowid, old.content, old.labels);
+    INSERT INTO memories_fts (rowid, content, labels) VALUES (new.rowid, new.content, new.labels);
+END;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -102,6 +164,7 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     current = schema_version(conn)
     if current >= target:
         return current
+    conn.create_function("hivemind_scope", 3, scope_key, deterministic=True)
     conn.execute("BEGIN IMMEDIATE")
     try:
         # Another process may have migrated while we waited for the write lock.

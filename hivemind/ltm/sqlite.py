@@ -4,8 +4,9 @@ One connection per store, shared across threads under a lock, so the agent loop
 can run store calls in worker threads; other processes (the CLI while the daemon
 runs) see committed data through WAL and `PRAGMA data_version`.
 
-A few counts (rows in all, per agent, per task in the task tier) and the small
-`meta` table are kept in process in a `_Ledger`, so that the common task end, which
+A memory's identity is its scope plus its id (`UNIQUE (scope, id)`): a write replaces
+only the row of its own scope. A few counts and the small `meta` table are kept in
+process in a `ledger.Ledger`, so that the common task end, which
 writes nothing, asks SQLite one PRAGMA instead of four queries. The ledger follows
 this connection's own writes row by row and is emptied as soon as `PRAGMA
 data_version` shows that another connection (another process: the CLI, a daemon
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import json
 import operator
-import os
 import sqlite3
 import threading
 from array import array
@@ -28,46 +28,29 @@ from typing import Any
 
 from hivemind.errors import StoreError
 from hivemind.ltm.analysis import fts_query
-from hivemind.ltm.backend import (
-    LIST_FIELDS,
-    Filters,
-    PruneCandidate,
-    TaskEndFacts,
-    check_filters,
-    normal_condition,
-    order_keys,
-    plain,
-)
+from hivemind.ltm.backend import Filters, PruneCandidate, TaskEndFacts, order_keys
 from hivemind.ltm.inmemory import CONTENT_WEIGHT, LABEL_WEIGHT, label_text
-from hivemind.ltm.records import (
-    MemoryKind,
-    MemoryRecord,
-    MemoryStatus,
-    Tier,
-    as_utc,
-)
+from hivemind.ltm.ledger import FACT_COLUMNS, Ledger
+from hivemind.ltm.records import MemoryKind, MemoryRecord, MemoryStatus, Tier, as_utc
 from hivemind.ltm.retention import EVICTABLE
 from hivemind.ltm.schema import SCHEMA_VERSION, migrate, schema_version
+from hivemind.ltm.scopes import by_scope
+from hivemind.ltm.sqlfilters import chunks, count_rows, marks, to_sql
+from hivemind.ltm.sqlite_open import connect, open_for_reading, upgraded_copy
 
 _COLUMNS = (
     "id", "key", "content", "kind", "tier", "project", "agent", "task_id", "domain",
     "task_type", "tags", "importance", "created_at", "last_accessed", "access_count",
     "source_ids", "status", "preference", "embedding_model", "embedding", "goal_values",
-    "labels",
+    "scope", "labels",
 )  # fmt: skip
-_SELECT = ", ".join(f"m.{c}" for c in _COLUMNS[:-1])
+_SELECT = ", ".join(f"m.{c}" for c in _COLUMNS[:-2])
 _INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 _BM25 = f"bm25(memories_fts, {CONTENT_WEIGHT}, {LABEL_WEIGHT})"
-_BATCH = 500  # ids per IN (...) list, well under SQLite's variable limit
 _HEAD = 4  # search: matches ranked before filtering, per result wanted
 _ALL_FIELDS = set(MemoryRecord.model_fields)
-
-# What the ledger needs to know of a row: its tier, task, agent, and the columns of
-# `retention.EVICTABLE` (in that filter's order), compared with the filter's values.
-_FACT_COLUMNS = ("tier", "task_id", "agent", *EVICTABLE)
-_FACTS_SQL = ", ".join(_FACT_COLUMNS)
-_EVICTABLE_FACTS = tuple(plain(v) for v in EVICTABLE.values())
-_row_facts = operator.itemgetter(*(_COLUMNS.index(c) for c in _FACT_COLUMNS))
+_FACTS_SQL = ", ".join(FACT_COLUMNS)
+_row_facts = operator.itemgetter(*(_COLUMNS.index(c) for c in FACT_COLUMNS))
 _TASK_TIER = Tier.TASK.value
 _META_CACHED_MAX = 10_000  # a larger meta table is read key by key, as before
 
@@ -84,16 +67,16 @@ class SQLiteBackend:
         self.path = Path(path)
         self._lock = threading.RLock()
         self._writes = 0
-        self._ledger = _Ledger()
+        self._ledger = Ledger()
         self._seen_version: int | None = None  # data_version when the ledger was last checked
         self._checked_in_transaction = False
         self._meta_too_big = False
         try:
             if read_only:
-                self._conn = _open_for_reading(self.path)
+                self._conn = open_for_reading(self.path)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._conn = _connect(str(self.path))
+                self._conn = connect(str(self.path))
                 self._conn.execute("PRAGMA journal_mode = WAL")
             found = schema_version(self._conn)
             if found > SCHEMA_VERSION:
@@ -102,7 +85,7 @@ class SQLiteBackend:
                     f"hivemind understands ({SCHEMA_VERSION}); upgrade hivemind"
                 )
             if read_only and found < SCHEMA_VERSION:
-                self._conn = _upgraded_copy(self._conn)
+                self._conn = upgraded_copy(self._conn)
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA temp_store = MEMORY")
             self._conn.execute("PRAGMA cache_size = -65536")  # 64 MiB of pages
@@ -166,8 +149,8 @@ class SQLiteBackend:
         with self._db(write=True) as db:
             # Replacing = delete (the trigger unindexes) + insert; new rows are
             # then indexed in one statement, much faster than row by row.
-            for chunk in _chunks([row[0] for row in rows]):
-                self._delete(db, f"id IN ({_marks(chunk)})", chunk)
+            for scope, ids in by_scope((row[21], row[0]) for row in rows).items():
+                self._delete_ids(db, ids, scope)
             top = db.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
             db.executemany(_INSERT, rows)
             if self._ledger.counting():
@@ -179,18 +162,21 @@ class SQLiteBackend:
             )
         return len(rows)
 
-    def delete(self, memory_id: str) -> bool:
-        return self.delete_many([memory_id]) == 1
+    def delete(self, memory_id: str, *, scope: str | None = None) -> bool:
+        return self.delete_many([memory_id], scope=scope) >= 1
 
-    def delete_many(self, ids: Iterable[str]) -> int:
-        gone = 0
+    def delete_many(self, ids: Iterable[str], *, scope: str | None = None) -> int:
         with self._db(write=True) as db:
-            for chunk in _chunks(list(ids)):
-                gone += self._delete(db, f"id IN ({_marks(chunk)})", chunk)
+            return self._delete_ids(db, list(ids), scope)
+
+    def _delete_ids(self, db: sqlite3.Connection, ids: list[str], scope: str | None) -> int:
+        gone = 0
+        for chunk in chunks(ids):
+            gone += self._delete(db, *_in_scope(chunk, scope))
         return gone
 
     def clear(self, filters: Filters | None = None) -> int:
-        where, params = _where(filters)
+        where, params = to_sql(filters)
         with self._db(write=True) as db:
             return self._delete(db, where, params)
 
@@ -207,30 +193,31 @@ class SQLiteBackend:
         self._ledger.count(facts, -1)
         return len(facts)
 
-    def touch(self, ids: Sequence[str], at: datetime) -> None:
+    def touch(self, ids: Sequence[str], at: datetime, *, scope: str | None = None) -> None:
         when = as_utc(at).timestamp()
         with self._db(write=True) as db:
-            for chunk in _chunks(list(ids)):
+            for chunk in chunks(list(ids)):
+                where, params = _in_scope(chunk, scope)
                 db.execute(
-                    "UPDATE memories SET last_accessed = ?, access_count = access_count + 1 "
-                    f"WHERE id IN ({_marks(chunk)})",
-                    [when, *chunk],
+                    "UPDATE memories AS m SET last_accessed = ?, "
+                    f"access_count = access_count + 1 WHERE {where}",
+                    [when, *params],
                 )
 
     # -- reads -------------------------------------------------------------------
-    def get(self, memory_id: str) -> MemoryRecord | None:
-        found = self.get_many([memory_id])
+    def get(self, memory_id: str, *, scope: str | None = None) -> MemoryRecord | None:
+        found = self.get_many([memory_id], scope=scope)
         return found[0] if found else None
 
-    def get_many(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        by_id: dict[str, MemoryRecord] = {}
+    def get_many(self, ids: Sequence[str], *, scope: str | None = None) -> list[MemoryRecord]:
+        by_id: dict[str, list[MemoryRecord]] = {}
         with self._db() as db:
-            for chunk in _chunks(list(ids)):
-                for row in db.execute(
-                    f"SELECT {_SELECT} FROM memories m WHERE m.id IN ({_marks(chunk)})", chunk
-                ):
-                    by_id[row[0]] = _record(row)
-        return [by_id[i] for i in ids if i in by_id]
+            for chunk in chunks(list(dict.fromkeys(ids))):
+                where, params = _in_scope(chunk, scope)
+                sql = f"SELECT {_SELECT} FROM memories m WHERE {where} ORDER BY m.rowid"
+                for row in db.execute(sql, params):
+                    by_id.setdefault(row[0], []).append(_record(row))
+        return [r for i in ids for r in by_id.get(i, ())]
 
     def query(
         self,
@@ -239,7 +226,7 @@ class SQLiteBackend:
         limit: int | None = None,
         order_by: str | Sequence[str] = "-created_at",
     ) -> list[MemoryRecord]:
-        where, params = _where(filters)
+        where, params = to_sql(filters)
         order = ", ".join(f"m.{f} {'DESC' if d else 'ASC'}" for f, d in order_keys(order_by))
         sql = f"SELECT {_SELECT} FROM memories m WHERE {where} ORDER BY {order}, m.rowid"
         if limit is not None:
@@ -250,7 +237,7 @@ class SQLiteBackend:
     def prune_candidates(self, filters: Filters) -> list[PruneCandidate]:
         """What retention ranks by, as `query(filters, order_by="created_at")` orders it;
         four columns instead of whole records (about ten times faster)."""
-        where, params = _where(filters)
+        where, params = to_sql(filters)
         sql = (
             "SELECT m.id, m.importance, m.created_at, m.last_accessed FROM memories m "
             f"WHERE {where} ORDER BY m.created_at ASC, m.rowid"
@@ -266,46 +253,50 @@ class SQLiteBackend:
         return self.query(order_by=["created_at", "id"])
 
     def count(self, filters: Filters | None = None) -> int:
-        where, params = _where(filters)
+        where, params = to_sql(filters)
         with self._db() as db:
             if where == "1":  # every row: eviction asks at every write
                 ledger = self._ledger_now(db)
                 if ledger.total is None:
-                    ledger.total = _count(db, where, params)
+                    ledger.total = count_rows(db, where, params)
                 return ledger.total
-            return _count(db, where, params)
+            return count_rows(db, where, params)
 
-    def evictable_count(self, agent: str) -> int:
-        """How many of `agent`'s memories retention may prune (`retention.EVICTABLE`)."""
+    def evictable_count(self, agent: str, scope: str) -> int:
+        """How many of `agent`'s memories in `scope` retention may prune."""
         with self._db() as db:
-            return self._agent_rows(db, self._ledger_now(db), agent)
+            return self._agent_rows(db, self._ledger_now(db), agent, scope)
 
-    def task_memory_count(self, task_id: str) -> int:
-        """How many task-tier memories `task_id` has."""
+    def task_memory_count(self, task_scope: str) -> int:
+        """How many memories the task scope `task_scope` holds."""
         with self._db() as db:
-            return self._task_rows(db, self._ledger_now(db)).get(task_id, 0)
+            return self._task_rows(db, self._ledger_now(db)).get(task_scope, 0)
 
-    def task_end_facts(self, task_id: str, meta_key: str, agent: str | None) -> TaskEndFacts | None:
+    def task_end_facts(
+        self, task_scope: str, meta_key: str, agent: str | None, scope: str
+    ) -> TaskEndFacts | None:
         """The facts a task end decides on, from the ledger (one PRAGMA when it knows
         them); None if it had to ask SQLite and another connection committed meanwhile,
         since the answers might then not hold at one instant."""
         with self._lock:  # held throughout: the ledger seen here is the one loaded below
             ledger = self._checked_ledger()
-            known = ledger.task_end_facts(task_id, meta_key, agent)
+            known = ledger.task_end_facts(task_scope, meta_key, agent, scope)
             if known is not None:
                 return known  # the common case: one PRAGMA, no query
-            return self._load_task_end_facts(ledger, task_id, meta_key, agent)
+            return self._load_task_end_facts(ledger, task_scope, meta_key, agent, scope)
 
     def _load_task_end_facts(
-        self, ledger: _Ledger, task_id: str, meta_key: str, agent: str | None
+        self, ledger: Ledger, task_scope: str, meta_key: str, agent: str | None, scope: str
     ) -> TaskEndFacts | None:
         """The facts with the ledger's gaps read from SQLite: trusted only if no other
         connection committed meanwhile (the answers would not hold at one instant)."""
         with self._db() as db:
             facts = TaskEndFacts(
                 has_meta=self._meta_value(db, ledger, meta_key) is not None,
-                task_memories=self._task_rows(db, ledger).get(task_id, 0),
-                agent_memories=None if agent is None else self._agent_rows(db, ledger, agent),
+                task_memories=self._task_rows(db, ledger).get(task_scope, 0),
+                agent_memories=(
+                    None if agent is None else self._agent_rows(db, ledger, agent, scope)
+                ),
             )
             return None if self._ledger_now(db) is not ledger else facts
 
@@ -314,7 +305,7 @@ class SQLiteBackend:
     ) -> list[tuple[MemoryRecord, float]]:
         if not terms:
             return []
-        where, params = _where(filters)
+        where, params = to_sql(filters)
         match = fts_query(list(terms))
         # Fast path: filter the best `_HEAD × limit` matches. If fewer than `limit`
         # survive the filter (a small project in a big store), rank every match in
@@ -337,7 +328,7 @@ class SQLiteBackend:
         return [(_record(row[:-1]), float(row[-1])) for row in rows]
 
     def vectors(self, model: str, filters: Filters | None = None) -> list[tuple[str, Any]]:
-        where, params = _where(filters)
+        where, params = to_sql(filters)
         sql = (
             f"SELECT m.id, m.embedding FROM memories m "
             f"WHERE m.embedding_model = ? AND m.embedding IS NOT NULL AND {where}"
@@ -380,7 +371,7 @@ class SQLiteBackend:
                 self._conn.close()
 
     # -- the ledger ------------------------------------------------------------------
-    def _checked_ledger(self) -> _Ledger:
+    def _checked_ledger(self) -> Ledger:
         """`_ledger_now` without `_db` (whose generator costs more than the PRAGMA's
         Python side on the hot path); the caller holds the lock."""
         if self._closed:
@@ -391,7 +382,7 @@ class SQLiteBackend:
             self._forget_ledger()
             raise StoreError(f"{self.path}: {exc}") from exc
 
-    def _ledger_now(self, db: sqlite3.Connection) -> _Ledger:
+    def _ledger_now(self, db: sqlite3.Connection) -> Ledger:
         """The ledger, emptied first if another connection committed since the last look.
 
         One `PRAGMA data_version`; none again inside our own write transaction once
@@ -407,26 +398,28 @@ class SQLiteBackend:
 
     def _forget_ledger(self) -> None:
         """Start an empty ledger (a new object: `task_end_facts` tells by identity)."""
-        self._ledger = _Ledger()
+        self._ledger = Ledger()
 
-    def _agent_rows(self, db: sqlite3.Connection, ledger: _Ledger, agent: str) -> int:
-        known = ledger.agents.get(agent)
+    def _agent_rows(
+        self, db: sqlite3.Connection, ledger: Ledger, agent: str, scope: str
+    ) -> int:
+        known = ledger.agents.get((scope, agent))
         if known is None:
-            where, params = _where({**EVICTABLE, "agent": agent})
-            known = ledger.agents[agent] = _count(db, where, params)
+            where, params = to_sql({**EVICTABLE, "agent": agent, "scope": scope})
+            known = ledger.agents[(scope, agent)] = count_rows(db, where, params)
         return known
 
-    def _task_rows(self, db: sqlite3.Connection, ledger: _Ledger) -> dict[str | None, int]:
+    def _task_rows(self, db: sqlite3.Connection, ledger: Ledger) -> dict[str, int]:
         if ledger.tasks is None:
             ledger.tasks = dict(
                 db.execute(
-                    "SELECT task_id, count(*) FROM memories WHERE tier = ? GROUP BY task_id",
+                    "SELECT scope, count(*) FROM memories WHERE tier = ? GROUP BY scope",
                     (_TASK_TIER,),
                 )
             )
         return ledger.tasks
 
-    def _meta_value(self, db: sqlite3.Connection, ledger: _Ledger, key: str) -> str | None:
+    def _meta_value(self, db: sqlite3.Connection, ledger: Ledger, key: str) -> str | None:
         """A meta value: from the ledger's copy of the table, or read by key.
 
         A fresh ledger reads by key; asked again (so no other connection committed in
@@ -446,97 +439,6 @@ class SQLiteBackend:
         return None if row is None else str(row[0])
 
 
-class _Ledger:
-    """Counts and meta values this connection knows without asking SQLite (None or a
-    missing key = not known). Exact for the data as this connection sees it: every
-    write of ours reports the rows it adds and removes; it is replaced by an empty
-    one when another connection commits, and emptied when a write of ours fails."""
-
-    def __init__(self) -> None:
-        self.total: int | None = None
-        self.agents: dict[str, int] = {}
-        """Rows `retention.EVICTABLE` matches, per agent asked about."""
-        self.tasks: dict[str | None, int] | None = None
-        """Task-tier rows per task id (a task without any is missing)."""
-        self.meta: dict[str, str] | None = None
-        self.meta_asked = False
-        """A meta key was read by itself: the next question reads the whole table."""
-
-    def task_end_facts(
-        self, task_id: str, meta_key: str, agent: str | None
-    ) -> TaskEndFacts | None:
-        """`SQLiteBackend.task_end_facts` if every answer is known here, else None."""
-        mine = None if agent is None else self.agents.get(agent)
-        if self.meta is None or self.tasks is None or (agent is not None and mine is None):
-            return None
-        return TaskEndFacts(meta_key in self.meta, self.tasks.get(task_id, 0), mine)
-
-    def counting(self) -> bool:
-        """True if some row count is kept: writes must then say which rows they touch."""
-        return self.total is not None or bool(self.agents) or self.tasks is not None
-
-    def count(self, facts: Iterable[Sequence[Any]], sign: int) -> None:
-        """Rows (as `_FACT_COLUMNS`) added (`sign` +1) or removed (-1)."""
-        for row in facts:
-            if self.total is not None:
-                self.total += sign
-            agent = row[2]
-            if agent in self.agents and tuple(row[3:]) == _EVICTABLE_FACTS:
-                self.agents[agent] += sign
-            if row[0] == _TASK_TIER and self.tasks is not None:
-                left = self.tasks.get(row[1], 0) + sign
-                if left > 0:
-                    self.tasks[row[1]] = left
-                else:
-                    self.tasks.pop(row[1], None)
-
-
-# -- opening ---------------------------------------------------------------------
-def _connect(target: str, uri: bool = False) -> sqlite3.Connection:
-    return sqlite3.connect(
-        target, isolation_level=None, check_same_thread=False, timeout=10.0, uri=uri
-    )
-
-
-def _open_for_reading(path: Path) -> sqlite3.Connection:
-    """A connection to the existing store at `path`, for reading only.
-
-    The usual connection where the file and its folder can be written: on close it
-    checkpoints and removes the -wal and -shm files, which a read-only one leaves
-    behind. Else read-only; and immutable where not even the -shm file can be made
-    (a read-only folder: nobody can be writing the store through WAL then).
-    """
-    if not path.is_file():
-        why = "a folder is in its place" if path.is_dir() else "nothing has been remembered yet"
-        raise StoreError(f"{path}: no memory store here ({why})")
-    uri = path.resolve().as_uri()
-    writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-    for mode in ("rw", "ro") if writable else ("ro",):
-        conn = _connect(f"{uri}?mode={mode}", uri=True)
-        try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file
-            return conn
-        except sqlite3.Error:
-            conn.close()
-    return _connect(f"{uri}?mode=ro&immutable=1", uri=True)
-
-
-def _upgraded_copy(source: sqlite3.Connection) -> sqlite3.Connection:
-    """A private temporary database (SQLite deletes it on close) holding what `source`
-    reads, migrated to the current schema; `source` is closed. A look at a store of an
-    older schema reads all of it and writes nothing to the store's file."""
-    copy = _connect("")
-    try:
-        source.backup(copy)  # one step: a consistent snapshot, whoever writes meanwhile
-        migrate(copy)
-    except BaseException:
-        copy.close()
-        raise
-    finally:
-        source.close()
-    return copy
-
-
 # -- rows <-> records ----------------------------------------------------------
 def _json(value: list[str] | dict[str, float]) -> str:
     return json.dumps(value) if value else ("[]" if isinstance(value, list) else "{}")
@@ -549,7 +451,7 @@ def _row(r: MemoryRecord) -> tuple[Any, ...]:
         r.domain, r.task_type, _json(r.tags), r.importance, r.created_at.timestamp(),
         r.last_accessed.timestamp(), r.access_count, _json(r.source_ids),
         r.status.value, int(r.preference), r.embedding_model, vector,
-        _json(r.goal_values), label_text(r).strip(),
+        _json(r.goal_values), r.scope, label_text(r).strip(),
     )  # fmt: skip
 
 
@@ -570,62 +472,8 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
     )  # fmt: skip
 
 
-# -- filters -> SQL --------------------------------------------------------------
-_SQL_OPS = {"$eq": "=", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-
-
-def _where(filters: Filters | None) -> tuple[str, list[Any]]:
-    check_filters(filters)
-    params: list[Any] = []
-    return _conjunction(filters or {}, params), params
-
-
-def _conjunction(filters: Filters, params: list[Any]) -> str:
-    parts: list[str] = []
-    for name, cond in filters.items():
-        if name in ("$or", "$and"):
-            joiner = " OR " if name == "$or" else " AND "
-            parts.append("(" + joiner.join(_conjunction(sub, params) for sub in cond) + ")")
-            continue
-        for op, operand in normal_condition(cond).items():
-            parts.append(_condition(name, op, operand, params))
-    return " AND ".join(parts) if parts else "1"
-
-
-def _condition(name: str, op: str, operand: Any, params: list[Any]) -> str:
-    col = f"m.{name}"
-    if name in LIST_FIELDS:
-        values = [operand] if op == "$contains" else list(operand)
-        if not values:
-            return "0"
-        params.extend(plain(v) for v in values)
-        return f"EXISTS (SELECT 1 FROM json_each({col}) WHERE value IN ({_marks(values)}))"
-    if op == "$in":
-        values = [plain(v) for v in operand]
-        present = [v for v in values if v is not None]
-        params.extend(present)
-        parts = [f"{col} IN ({_marks(present)})"] if present else []
-        if len(present) < len(values):
-            parts.append(f"{col} IS NULL")
-        return "(" + " OR ".join(parts) + ")" if parts else "0"
-    value = plain(operand)
-    if value is None:
-        return {"$eq": f"{col} IS NULL", "$ne": f"{col} IS NOT NULL"}.get(op, "0")
-    params.append(value)
-    if op == "$ne":
-        # A missing value is "not equal" too, as in the in-memory backend.
-        return f"({col} IS NULL OR {col} != ?)"
-    return f"{col} {_SQL_OPS[op]} ?"
-
-
-def _count(db: sqlite3.Connection, where: str, params: Sequence[Any]) -> int:
-    return int(db.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0])
-
-
-def _marks(values: Sequence[Any]) -> str:
-    return ", ".join("?" * len(values))
-
-
-def _chunks(values: list[str]) -> Iterator[list[str]]:
-    for start in range(0, len(values), _BATCH):
-        yield values[start : start + _BATCH]
+def _in_scope(ids: Sequence[str], scope: str | None) -> tuple[str, list[Any]]:
+    """A WHERE clause (alias `m`) for these ids, in `scope` or (None) in every scope."""
+    if scope is None:
+        return f"m.id IN ({marks(ids)})", list(ids)
+    return f"m.scope = ? AND m.id IN ({marks(ids)})", [scope, *ids]

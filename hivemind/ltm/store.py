@@ -3,25 +3,24 @@
 Scopes: a *task* memory lives until its task ends, a *project* memory is seen
 only by that project, a *global* memory by everyone — except a global
 preference, which waits as `proposed` (and is never retrieved) until a person
-runs `hivemind memory approve ID`. Every call returns what the audit log needs.
+runs `hivemind memory approve ID`. A memory's identity is its scope plus its id,
+and capacity is per scope: no write, import or eviction of one scope changes,
+moves or evicts a memory of another. Every call returns what the audit log needs.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
-from hivemind.errors import UserError
+from hivemind.errors import MemoryFullError, UserError
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.models import MemorySettings, RetrievalWeights
 from hivemind.ltm import retention
 from hivemind.ltm.backend import Filters, MemoryBackend, counting
-from hivemind.ltm.consolidation import Memorable, memorable
+from hivemind.ltm.consolidation import Memorable, memorable, promoted
 from hivemind.ltm.embeddings import Embedder
 from hivemind.ltm.importance import (
     ImportanceRater,
@@ -29,15 +28,8 @@ from hivemind.ltm.importance import (
     rate_batched,
     scale_points,
 )
-from hivemind.ltm.jsonl import (
-    ImportSummary,
-    NumberedLine,
-    describe,
-    export_line,
-    read_batches,
-    same_record,
-    to_record,
-)
+from hivemind.ltm.importing import import_lines
+from hivemind.ltm.jsonl import ImportSummary, export_line
 from hivemind.ltm.learning import TDParams, ValueLearner, trace_key
 from hivemind.ltm.records import (
     MemoryKind,
@@ -59,24 +51,24 @@ from hivemind.ltm.reflection import (
     reflect,
 )
 from hivemind.ltm.retrieval import RetrievalTuning, Retriever, fit_budget
+from hivemind.ltm.scopes import GLOBAL_SCOPE, by_scope, ref_key, scope_key
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.memory.blocks import HistoryBlock
 from hivemind.memory.keys import generate_memory_key
 
 Scope = Literal["task", "project", "global"]
 TIER_SHARES: dict[Tier, float] = {Tier.TASK: 0.4, Tier.PROJECT: 0.4, Tier.GLOBAL: 0.2}
-IMPORT_BATCH = 5_000
 
 
 def scope_filter(project: str | None, task_id: str | None) -> Filters:
-    """What a caller on `project` / `task_id` may see: active memories of its task, its
-    project and the global tier. Every retrieval goes through this filter."""
-    visible: list[Filters] = [{"tier": Tier.GLOBAL}]
+    """What a caller on `project` / `task_id` may see: active memories of its task (of
+    that project), its project and the global tier. Every retrieval goes through it."""
+    visible = [GLOBAL_SCOPE]
     if project:
-        visible.append({"tier": Tier.PROJECT, "project": project})
+        visible.append(scope_key(Tier.PROJECT, project, None))
     if task_id:
-        visible.append({"tier": Tier.TASK, "task_id": task_id})
-    return {"status": MemoryStatus.ACTIVE, "$or": visible}
+        visible.append(scope_key(Tier.TASK, project, task_id))
+    return {"status": MemoryStatus.ACTIVE, "scope": {"$in": visible}}
 
 
 class LongTermMemory:
@@ -133,7 +125,8 @@ class LongTermMemory:
         source_ids: Sequence[str] = (),
         at: datetime | None = None,
     ) -> MemoryRecord:
-        """Store one memory (or refresh the identical one already in that scope)."""
+        """Store one memory (or refresh the identical one already in that scope).
+        `MemoryFullError` if the scope is full and holds nothing it may evict."""
         tier = _tier(scope, project, task_id)
         text = content.strip()
         if is_blank(text):
@@ -144,8 +137,8 @@ class LongTermMemory:
         needs_approval = tier is Tier.GLOBAL and preference
         status = MemoryStatus.PROPOSED if needs_approval else MemoryStatus.ACTIVE
         key = generate_memory_key(text, domain, task_type)
-        owner: Filters = {"key": key, "tier": tier, "project": project, "task_id": task_id}
-        existing = self.backend.query(owner, limit=1)
+        home = scope_key(tier, project, task_id if tier is Tier.TASK else None)
+        existing = self.backend.query({"key": key, "scope": home}, limit=1)
         if existing and existing[0].preference == preference:
             same = existing[0]
             same.importance = max(same.importance, importance or 0.0)
@@ -161,20 +154,23 @@ class LongTermMemory:
             created_at=now, last_accessed=now, source_ids=list(source_ids),
             preference=preference, status=status,
         )  # fmt: skip
+        retention.check_room(self.backend, home, self.settings.max_items)
         [record] = self._embedded([record])
         self.backend.add(record)
         if kind is MemoryKind.EPISODIC:
             self.counter.add(agent, project, scale_points(record.importance))
         if record.status is MemoryStatus.PROPOSED:
             self._propose(record)
-        self._enforce_limits(agent, now)
+        self._enforce_limits(agent, home, now)
         return record
 
     def approve(self, memory_id: str) -> MemoryRecord:
         """Activate a proposed global preference (a person's decision)."""
-        record = self.backend.get(memory_id)
-        if record is None:
+        found = self.backend.get_many([memory_id])
+        if not found:
             raise UserError(f"no memory with id {memory_id!r}")
+        proposed = [r for r in found if r.status is MemoryStatus.PROPOSED]
+        record = proposed[0] if proposed else found[0]
         if record.status is not MemoryStatus.PROPOSED:
             raise UserError(
                 f"memory {memory_id!r} is not waiting for approval (it is {record.status.value})"
@@ -188,7 +184,7 @@ class LongTermMemory:
     ) -> dict[str, tuple[float, float]]:
         """Re-rate these memories' importance with a model, batched (one call per 32);
         returns id → (old, new). Writes keep the free heuristic until then."""
-        records = self.backend.get_many(memory_ids)
+        records = self.backend.get_many(memory_ids)  # in every scope that has the id
         rated = await rate_batched(rater, [r.content for r in records])
         changes = {r.id: (r.importance, new) for r, new in zip(records, rated, strict=True)}
         for record, new in zip(records, rated, strict=True):
@@ -274,12 +270,12 @@ class LongTermMemory:
         (empty) report comes back without a transaction.
         """
         worth_keeping = memorable(history, self.settings.consolidate_importance)
-        if not worth_keeping and self._nothing_to_write(task_id, agent):
+        if not worth_keeping and self._nothing_to_write(task_id, project, agent):
             return TaskEndReport(task_id=task_id, success=success, goal=goal)
         with self.backend.transaction():
             return self._end_task(task_id, success, goal, worth_keeping, project, agent, at)
 
-    def _nothing_to_write(self, task_id: str, agent: str | None) -> bool:
+    def _nothing_to_write(self, task_id: str, project: str | None, agent: str | None) -> bool:
         """True if ending the task would write nothing (history aside): no TD traces to
         learn from or forget, no task memory to promote or clear, nothing to prune.
         False when the backend keeps no counts, or cannot tell right now."""
@@ -288,7 +284,10 @@ class LongTermMemory:
             return False
         cap = self.policy.max_per_agent
         pruned = agent if agent and cap is not None else None  # whose count matters
-        facts = counts.task_end_facts(task_id, trace_key(task_id), pruned)
+        facts = counts.task_end_facts(
+            scope_key(Tier.TASK, project, task_id), trace_key(task_id), pruned,
+            scope_key(Tier.PROJECT if project else Tier.GLOBAL, project, None),
+        )  # fmt: skip
         if facts is None:
             return False
         mine = facts.agent_memories
@@ -309,27 +308,33 @@ class LongTermMemory:
         report = TaskEndReport(task_id=task_id, success=success, goal=goal)
         domain, _, task_type = (goal or "").partition("/")
         for item in worth_keeping:
-            record = self.remember(
-                item.content, agent=agent or HUMAN, scope="project" if project else "global",
-                project=project, task_id=task_id, importance=item.importance,
-                domain=domain or None, task_type=task_type or None, tags=["history"],
-                at=item.happened_at,
-            )  # fmt: skip
+            try:
+                record = self.remember(
+                    item.content, agent=agent or HUMAN, scope="project" if project else "global",
+                    project=project, task_id=task_id, importance=item.importance,
+                    domain=domain or None, task_type=task_type or None, tags=["history"],
+                    at=item.happened_at,
+                )  # fmt: skip
+            except MemoryFullError as exc:  # the task still ends; the audit log says why
+                report.refused.append(str(exc))
+                break
             report.consolidated.append(record.id)
         if goal:
             report.value_updates = self.learner.end_task(task_id, goal, 1.0 if success else 0.0)
         else:
             self.learner.forget(task_id)
-        task_memories = self._task_memories(task_id)
-        keep = [r for r in task_memories if r.importance >= self.settings.consolidate_importance]
-        for record in keep:
-            record.tier = Tier.PROJECT if record.project else Tier.GLOBAL
+        target = scope_key(Tier.PROJECT if project else Tier.GLOBAL, project, None)
+        task_scope = scope_key(Tier.TASK, project, task_id)
+        task_memories = self._task_memories(task_scope)
+        keep = promoted(self.backend, task_memories, self.settings.consolidate_importance)
         self.backend.add_many(keep)
         report.promoted = [r.id for r in keep]
-        report.cleared = [r.id for r in task_memories if r.id not in set(report.promoted)]
-        self.backend.delete_many(report.cleared)
+        threshold = self.settings.consolidate_importance
+        report.cleared = [r.id for r in task_memories if r.importance < threshold]
+        self.backend.delete_many([r.id for r in task_memories], scope=task_scope)
+        retention.evict_over_capacity(self.backend, self.settings.max_items, target)
         if agent:
-            report.pruned = retention.prune_agent(self.backend, agent, self.policy, now)
+            report.pruned = retention.prune_agent(self.backend, agent, self.policy, now, target)
         return report
 
     async def maybe_reflect(
@@ -378,53 +383,12 @@ class LongTermMemory:
         agent: str | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ImportSummary:
-        """Import JSONL lines (see `hivemind.ltm.jsonl`); bad lines are reported and skipped.
-        A line whose id is already stored updates that memory (counted as `updated`, or
-        `unchanged` if it changes nothing) and keeps what the line does not give."""
-        report = ImportSummary()
-        started = time.perf_counter()
-        for batch, consumed in read_batches(lines, report, IMPORT_BATCH):
-            if batch:
-                self._import_batch(batch, project, agent, report)
-            if progress is not None:
-                progress(consumed)
-        report.evicted = len(retention.evict_over_capacity(self.backend, self.settings.max_items))
-        report.seconds = time.perf_counter() - started
-        return report
-
-    def _import_batch(
-        self,
-        batch: Sequence[NumberedLine],
-        project: str | None,
-        agent: str | None,
-        report: ImportSummary,
-    ) -> None:
-        # Vectors first: the transaction below should not wait for a model.
-        vectors = self._vectors([line.content for _, line in batch])
-        # One transaction: the stored memories read are the ones then replaced.
-        with self.backend.transaction():
-            ids = [line.id for _, line in batch if line.id is not None]
-            stored = {r.id: r for r in self.backend.get_many(ids)} if ids else {}
-            records: list[MemoryRecord] = []
-            for i, (number, line) in enumerate(batch):
-                before = stored.get(line.id) if line.id is not None else None
-                try:
-                    record = to_record(
-                        line, project, agent, stored=before,
-                        vector=None if vectors is None else vectors[i],
-                    )  # fmt: skip
-                except ValidationError as exc:
-                    report.errors.append(f"line {number}: {describe(exc)}")
-                    continue
-                report.imported += 1
-                if before is None:
-                    records.append(record)
-                elif same_record(record, before):
-                    report.unchanged += 1
-                else:
-                    report.updated += 1
-                    records.append(record)
-            self.backend.add_many(records)
+        """Import JSONL lines (see `hivemind.ltm.importing`); bad lines are reported and
+        skipped. A line updates only the memory with its id in its own scope."""
+        return import_lines(
+            self.backend, lines, max_items=self.settings.max_items, vectors=self._vectors,
+            project=project, agent=agent, progress=progress,
+        )  # fmt: skip
 
     def forget(self, memory_ids: Sequence[str]) -> tuple[list[str], list[str]]:
         """Delete these memories (a person's decision, e.g. declining a proposal);
@@ -454,18 +418,17 @@ class LongTermMemory:
 
     # -- internals ---------------------------------------------------------------
     def _accessed(self, found: Sequence[ScoredMemory], task_id: str | None, at: datetime) -> None:
-        ids = [m.id for m in found]
-        if ids:
-            self.backend.touch(ids, at)
-        if task_id and ids:
-            self.learner.record_access(task_id, ids)
+        for scope, ids in by_scope(m.ref for m in found).items():
+            self.backend.touch(ids, at, scope=scope)
+        if task_id and found:
+            self.learner.record_access(task_id, [ref_key(m.ref) for m in found])
 
-    def _task_memories(self, task_id: str) -> list[MemoryRecord]:
-        """The task's task-tier memories (no query when the backend counts none)."""
+    def _task_memories(self, task_scope: str) -> list[MemoryRecord]:
+        """The memories of a task scope (no query when the backend counts none)."""
         counts = counting(self.backend)
-        if counts is not None and counts.task_memory_count(task_id) == 0:
+        if counts is not None and counts.task_memory_count(task_scope) == 0:
             return []
-        return self.backend.query({"tier": Tier.TASK, "task_id": task_id})
+        return self.backend.query({"scope": task_scope})
 
     def _vectors(self, texts: Sequence[str]) -> list[tuple[str, list[float]]] | None:
         """(model, vector) per text, when an embedder is set."""
@@ -485,9 +448,9 @@ class LongTermMemory:
             for r, v in zip(records, vectors, strict=True)
         ]
 
-    def _enforce_limits(self, agent: str, at: datetime) -> None:
-        retention.evict_over_capacity(self.backend, self.settings.max_items)
-        retention.prune_agent(self.backend, agent, self.policy, at)
+    def _enforce_limits(self, agent: str, scope: str, at: datetime) -> None:
+        retention.evict_over_capacity(self.backend, self.settings.max_items, scope)
+        retention.prune_agent(self.backend, agent, self.policy, at, scope)
 
     def _propose(self, record: MemoryRecord) -> None:
         """Ask a person: a message in the `human` mailbox naming the approve command."""
