@@ -129,6 +129,20 @@ def test_an_export_of_two_projects_sharing_ids_imports_back_whole(
     assert len(found_in(other, "p26")) == len(found_in(other, "p30")) == 4
 
 
+def test_forget_deletes_one_projects_memory_and_refuses_to_guess(
+    hive: Hive, tmp_path: Path
+) -> None:
+    cli(hive, "import", str(chat_log(tmp_path, "a.jsonl", 1, 2)), "--project", "p26")
+    cli(hive, "import", str(chat_log(tmp_path, "b.jsonl", 1, 2)), "--project", "p30")
+    code, _, err = cli(hive, "forget", "D1:1")
+    assert code == 1 and "id D1:1 is in 2 scopes (project p26, project p30)" in err
+    assert len(found_in(hive, "p30")) == 2
+    code, out, _ = cli(hive, "forget", "D1:1", "--project", "p30")
+    assert code == 0 and "forgot D1:1" in out
+    assert [m["id"] for m in found_in(hive, "p30")] == ["D1:2"]
+    assert sorted(m["id"] for m in found_in(hive, "p26")) == ["D1:1", "D1:2"]
+
+
 # -- capacity ------------------------------------------------------------------------
 def test_one_projects_writes_at_capacity_never_evict_anothers(tmp_path: Path) -> None:
     settings = MemorySettings(max_items=10)

@@ -455,15 +455,23 @@ def forget_cmd(
     memory_ids: Annotated[
         list[str], typer.Argument(metavar="ID...", help="The ids of the memories to delete.")
     ],
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project",
+            help="Only this project's memories (needed when several projects use an id).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOption = False,
     hive: HiveOption = None,
 ) -> None:
     """Delete memories by id, for good; forgetting a proposed preference declines it.
 
-    An unknown id is an error (one line each); the known ids are deleted all the same. With --json: {"forgotten": [ids], "unknown": [ids]}.
+    An unknown id is an error (one line each); the known ids are deleted all the same. An id several scopes use (two projects importing the same chat ids) needs --project: without it nothing is deleted. With --json: {"forgotten": [ids], "unknown": [ids]}.
     """  # noqa: E501
     with _store(hive) as (_, ltm):
-        forgotten, unknown = ltm.forget(memory_ids)
+        forgotten, unknown = ltm.forget(memory_ids, project=_project(project))
     if as_json:
         print(json.dumps({"forgotten": forgotten, "unknown": unknown}, ensure_ascii=False))
     else:

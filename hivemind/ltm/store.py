@@ -51,7 +51,7 @@ from hivemind.ltm.reflection import (
     reflect,
 )
 from hivemind.ltm.retrieval import RetrievalTuning, Retriever, fit_budget
-from hivemind.ltm.scopes import GLOBAL_SCOPE, by_scope, ref_key, scope_key
+from hivemind.ltm.scopes import GLOBAL_SCOPE, by_scope, describe_scope, ref_key, scope_key
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.memory.blocks import HistoryBlock
 from hivemind.memory.keys import generate_memory_key
@@ -390,14 +390,29 @@ class LongTermMemory:
             project=project, agent=agent, progress=progress,
         )  # fmt: skip
 
-    def forget(self, memory_ids: Sequence[str]) -> tuple[list[str], list[str]]:
-        """Delete these memories (a person's decision, e.g. declining a proposal);
-        returns (the ids deleted, the ids no memory had)."""
+    def forget(
+        self, memory_ids: Sequence[str], *, project: str | None = None
+    ) -> tuple[list[str], list[str]]:
+        """Delete these memories (a person's decision, e.g. declining a proposal); returns
+        (the ids deleted, the ids no memory had). With `project`, only that project's
+        (its tasks' too); without, an id several scopes hold is refused, naming them."""
         wanted = list(dict.fromkeys(memory_ids))
         with self.backend.transaction():
-            found = {r.id for r in self.backend.get_many(wanted)}
-            self.backend.delete_many(sorted(found))
-        return [i for i in wanted if i in found], [i for i in wanted if i not in found]
+            found = self.backend.get_many(wanted)
+            if project is not None:
+                found = [r for r in found if r.project == project and r.tier is not Tier.GLOBAL]
+            scopes: dict[str, list[str]] = {}
+            for record in found:
+                scopes.setdefault(record.id, []).append(describe_scope(record.scope))
+            for memory_id, where in scopes.items():
+                if len(where) > 1:
+                    raise UserError(
+                        f"id {memory_id} is in {len(where)} scopes ({', '.join(where)}): "
+                        "nothing was forgotten; say which with --project"
+                    )
+            for scope, ids in by_scope(r.ref for r in found).items():
+                self.backend.delete_many(ids, scope=scope)
+        return [i for i in wanted if i in scopes], [i for i in wanted if i not in scopes]
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every memory as a re-importable JSON object, oldest first."""
