@@ -143,6 +143,21 @@ def test_forget_deletes_one_projects_memory_and_refuses_to_guess(
     assert sorted(m["id"] for m in found_in(hive, "p26")) == ["D1:1", "D1:2"]
 
 
+def test_recall_touch_and_learning_address_each_scopes_own_memory(tmp_path: Path) -> None:
+    with LongTermMemory(tmp_path / "memory.db") as ltm:
+        for project, text in [(None, "a global turn"), ("p26", "a p26 turn"),
+                              ("p30", "a p30 turn")]:  # fmt: skip
+            ltm.import_jsonl([json.dumps({"id": "D1:1", "content": text})], project=project)
+        found = ltm.recall("turn", agent="ann", project="p26", task_id="a1", at=WHEN)
+        ltm.end_task("a1", success=True, goal="chat/answer", project="p26")
+        stored = {r.project: r for r in ltm.backend.list_all()}
+    assert sorted(m.content for m in found) == ["a global turn", "a p26 turn"]
+    assert [m.id for m in found] == ["D1:1", "D1:1"]
+    assert stored["p26"].access_count == stored[None].access_count == 1
+    assert stored["p26"].goal_values == {"chat/answer": pytest.approx(0.65)}
+    assert stored["p30"].access_count == 0 and stored["p30"].goal_values == {}
+
+
 # -- capacity ------------------------------------------------------------------------
 def test_one_projects_writes_at_capacity_never_evict_anothers(tmp_path: Path) -> None:
     settings = MemorySettings(max_items=10)
