@@ -216,7 +216,8 @@ def search_cmd(
     *,
     project: ProjectOption = None,
     task: Annotated[
-        str | None, typer.Option("--task", help="Also search this task's memories.")
+        str | None,
+        typer.Option("--task", help="Also search this task's memories (a task of --project)."),
     ] = None,
     k: Annotated[int, typer.Option("--k", min=1, max=1000, help="How many results.")] = 10,
     at: Annotated[
