@@ -114,7 +114,7 @@ def import_cmd(
 
     Fields: "content" (required, at most 4,000 characters); optional "id" (kept, so searches return it), "timestamp" (ISO 8601), "importance" (0-1), "domain", "task_type", "tags". UTF-8; a leading BOM and CRLF line ends are fine.
 
-    Bad lines are reported by line number and skipped; the rest is imported. An id may appear once per file (a repeat is a bad line); a line whose id is already in the store updates that memory with what the line gives and keeps the rest: its access count, last access and learned goal values, and its project and tier unless the line or --project says otherwise.
+    Bad lines are reported by line number and skipped; the rest is imported. A memory is its project (or task, or the global tier) plus its id: two projects may both hold D1:1. A line lands in --project (else the project or tier it names) and updates only the memory with its id there, keeping what the line does not give: access count, last access, learned goal values. A line naming no project updates the one memory with its id (refused if several projects hold it). An id may appear once per project in a file (a repeat is a bad line).
     """  # noqa: E501
     project = _project(project)
     with _store(hive, embeddings) as (_, ltm), _lines(file) as (lines, total):
