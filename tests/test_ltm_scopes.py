@@ -277,6 +277,24 @@ async def test_task_end_consolidates_and_promotes_into_its_own_project_only(
     assert "never to deploy on Friday" in kept[consolidated]
 
 
+def test_a_task_end_into_a_full_project_says_why_and_still_ends(tmp_path: Path) -> None:
+    with LongTermMemory(tmp_path / "memory.db", MemorySettings(max_items=10)) as ltm:
+        for i in range(10):
+            ltm.remember(f"house rule {i}", agent="h", scope="project", project="p26",
+                         preference=True)  # fmt: skip
+        ltm.remember("the API limit is 50/s", agent="ann", scope="task", project="p26",
+                     task_id="a1", importance=0.9)  # fmt: skip
+        report = ltm.end_task(
+            "a1", success=True, goal=None, project="p26", agent="ann",
+            history=[HistoryBlock(action="note", detail="never deploy on Friday, critical",
+                                  metadata={"importance": 0.9})],
+        )  # fmt: skip
+        left = ltm.backend.count({"project": "p26"})
+    assert report.consolidated == report.promoted == [] and len(report.cleared) == 1
+    assert len(report.refused) == 2 and all("project p26 is full" in r for r in report.refused)
+    assert left == 10
+
+
 # -- migration -----------------------------------------------------------------------
 def version_3_store(path: Path, rows: list[MemoryRecord]) -> None:
     """A memory.db as hivemind left it before scopes: schema v3 (`migrate(target=3)`, the

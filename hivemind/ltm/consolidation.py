@@ -1,4 +1,5 @@
-"""Working → episodic consolidation at task end (seed 004).
+"""Working → episodic consolidation at task end (seed 004), and the promotion of a
+task's memories that matter.
 
 A HISTORY block becomes a long-term episodic memory when its importance reaches
 the threshold (0.7 by default): the block's own `metadata["importance"]` if the
@@ -11,11 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from typing import NamedTuple
 
+from hivemind.hive.models import MemorySettings
+from hivemind.ltm import retention
 from hivemind.ltm.backend import MemoryBackend
 from hivemind.ltm.importance import heuristic_importance
 from hivemind.ltm.records import MemoryRecord, Tier, new_memory_id
-from hivemind.ltm.scopes import by_scope
 from hivemind.memory.blocks import HistoryBlock
 
 
@@ -83,18 +86,36 @@ def memorable(history: Sequence[HistoryBlock], threshold: float) -> list[Memorab
     return picked
 
 
-def promoted(
-    backend: MemoryBackend, task_memories: Sequence[MemoryRecord], threshold: float
-) -> list[MemoryRecord]:
-    """The task memories of importance at least `threshold`, moved up to their project
-    (or the global) tier. One whose id is taken there gets a fresh id: the memory that
-    had it belongs to that scope and is kept as it is."""
+class Promotion(NamedTuple):
+    """What a task end does with the task's memories."""
+
+    kept: list[MemoryRecord]
+    """Copies moved up to the project (or global) tier, ids fresh where taken there."""
+    cleared: list[str]
+    """Ids of the task memories dropped with the task."""
+    refused: list[str]
+    """Why nothing was kept: the scope above was full with nothing it may evict."""
+
+
+def promote(
+    backend: MemoryBackend,
+    task_memories: Sequence[MemoryRecord],
+    settings: MemorySettings,
+    target: str,
+) -> Promotion:
+    """Keep the task memories of importance at least `consolidate_importance`, moved up to
+    `target` (their project's scope, or the global one). One whose id is taken there gets
+    a fresh id: the memory that had it belongs to that scope and stays as it is."""
+    threshold = settings.consolidate_importance
     keep = [r.model_copy() for r in task_memories if r.importance >= threshold]
+    why = retention.refusal(backend, target, settings.max_items) if keep else None
+    if why is not None:
+        return Promotion([], [r.id for r in task_memories], [why])
     for record in keep:
         record.tier = Tier.PROJECT if record.project else Tier.GLOBAL
-    for scope, ids in by_scope(r.ref for r in keep).items():
-        taken = {r.id for r in backend.get_many(ids, scope=scope)}
-        for record in keep:
-            if record.scope == scope and record.id in taken:
-                record.id = new_memory_id()
-    return keep
+    taken = {r.id for r in backend.get_many([r.id for r in keep], scope=target)} if keep else set()
+    for record in keep:
+        if record.id in taken:
+            record.id = new_memory_id()
+    cleared = [r.id for r in task_memories if r.importance < threshold]
+    return Promotion(keep, cleared, [])

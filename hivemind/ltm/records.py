@@ -192,7 +192,8 @@ class TaskEndReport(BaseModel):
     """memory id → (old value, new value) for the goal."""
     pruned: list[str] = Field(default_factory=list)
     refused: list[str] = Field(default_factory=list)
-    """Why history was not consolidated: its scope was full with nothing to evict."""
+    """Why history was not consolidated, or task memories not promoted: the scope was
+    full with nothing it may evict."""
 
 
 class ImportReport(BaseModel):

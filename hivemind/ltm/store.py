@@ -20,7 +20,7 @@ from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.models import MemorySettings, RetrievalWeights
 from hivemind.ltm import retention
 from hivemind.ltm.backend import Filters, MemoryBackend, counting
-from hivemind.ltm.consolidation import Memorable, memorable, promoted
+from hivemind.ltm.consolidation import Memorable, memorable, promote
 from hivemind.ltm.embeddings import Embedder
 from hivemind.ltm.importance import (
     ImportanceRater,
@@ -326,11 +326,10 @@ class LongTermMemory:
         target = scope_key(Tier.PROJECT if project else Tier.GLOBAL, project, None)
         task_scope = scope_key(Tier.TASK, project, task_id)
         task_memories = self._task_memories(task_scope)
-        keep = promoted(self.backend, task_memories, self.settings.consolidate_importance)
-        self.backend.add_many(keep)
-        report.promoted = [r.id for r in keep]
-        threshold = self.settings.consolidate_importance
-        report.cleared = [r.id for r in task_memories if r.importance < threshold]
+        moved = promote(self.backend, task_memories, self.settings, target)
+        self.backend.add_many(moved.kept)
+        report.promoted, report.cleared = [r.id for r in moved.kept], moved.cleared
+        report.refused.extend(moved.refused)
         self.backend.delete_many([r.id for r in task_memories], scope=task_scope)
         retention.evict_over_capacity(self.backend, self.settings.max_items, target)
         if agent:
