@@ -152,28 +152,22 @@ def test_task_blocks_and_keys_name_files_as_hive_relative_and_stat_do(hive: Hive
         assert block.location == hive.relative(ref.path) == f"tasks/active/{AGENT}/{ref.id}.md"
         assert f"task:{ref.id}:{_stat_key(ref.path)}" in keys
 
-    # A task file that is a symlink, and an active folder that is one: Hive.relative
-    # resolves them, and so must perceive.
+    # A task file that is a symlink, and an active folder that is one, are never read
+    # through (even to a file inside the hive): they go to tasks/rejected/.
     target = hive.workspace_dir / "real-t3.md"
     target.write_text("---\nid: t3\n---\n# t3\n")
     link = hive.active_dir_for(AGENT) / "t3.md"
     link.symlink_to(target)
-    keys = agent.run()
-    block = agent.working.get("task:t3")
-    assert isinstance(block, TaskBlock)
-    assert block.location == hive.relative(link) == "workspace/real-t3.md"
-    assert f"task:t3:{_stat_key(link)}" in keys
+    agent.run()
+    assert agent.working.get("task:t3") is None
+    assert (hive.rejected_dir / "t3.md").is_symlink()
 
-    link.unlink()
     real = hive.root / "elsewhere"
     hive.active_dir_for(AGENT).rename(real)
     hive.active_dir_for(AGENT).symlink_to(real, target_is_directory=True)
     agent.run()
-    for ref in refs:
-        block = agent.working.get(f"task:{ref.id}")
-        assert isinstance(block, TaskBlock)
-        assert block.location == hive.relative(ref.path) == f"elsewhere/{ref.id}.md"
-    assert agent.working.get("task:t3") is None
+    assert all(agent.working.get(f"task:{ref.id}") is None for ref in refs)
+    assert (hive.rejected_dir / AGENT).is_symlink()
 
 
 def test_the_rom_block_and_key_name_the_rom_as_hive_relative_and_stat_do(hive: Hive) -> None:

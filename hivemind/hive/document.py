@@ -69,8 +69,9 @@ class Document:
 
 def read_text(path: Path) -> str:
     """The file as text; refuses non-regular, > 1 MB, empty and non-UTF-8 files."""
-    # O_NONBLOCK: a FIFO dropped under a .md name must not hang the reader.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    # O_NONBLOCK: a FIFO dropped under a .md name must not hang the reader. O_NOFOLLOW:
+    # a link put in a file's place is never read through (ELOOP, an OSError).
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

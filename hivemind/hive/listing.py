@@ -56,7 +56,8 @@ def _folders(hive: Hive, state: str) -> Iterator[tuple[Path, str | None]]:
         yield hive.tasks_dir, None
     elif state == "active":
         try:
-            names = sorted(e.name for e in os.scandir(hive.active_dir) if e.is_dir())
+            names = sorted(e.name for e in os.scandir(hive.active_dir)
+                           if e.is_dir(follow_symlinks=False))
         except FileNotFoundError:
             names = []
         for name in names:
@@ -72,6 +73,9 @@ def read_each(folder: Path) -> Iterator[tuple[Path, os.stat_result, Task | str]]
     for path, st in md_files(folder):
         if not stat.S_ISREG(st.st_mode):
             yield path, st, "not a regular file (a link is not read)"
+            continue
+        if st.st_nlink > 1:  # may be a file from outside the hive (see links.py)
+            yield path, st, f"the file has {st.st_nlink} hard links (not read)"
             continue
         if not is_utf8(path.name):  # its id (the stem) could be shown nowhere
             yield path, st, not_utf8_reason(path.name)

@@ -19,6 +19,7 @@ from hivemind.errors import FileFormatError
 from hivemind.hive.filenames import is_utf8, not_utf8_reason
 from hivemind.hive.frontmatter import task_from_text
 from hivemind.hive.layout import Hive, is_temp_name
+from hivemind.hive.links import FOLDER_LINK_REASON, is_folder_link, task_file_problem
 from hivemind.hive.models import AgentConfig, Task, TaskState
 from hivemind.hive.quarantine import REASON_SUFFIX, quarantine
 from hivemind.hive.routing import route_task
@@ -33,10 +34,6 @@ LOAD_TTL = 2.0
 EMPTY_GRACE = 10.0
 """Seconds an empty task file is given to get its text before it is rejected: a shell's
 `cmd > tasks/x.md` creates the file at once and fills it when `cmd` writes."""
-
-
-def _by_age(found: tuple[TaskRef, os.stat_result]) -> tuple[int, float, str]:
-    return found[0].age_key()
 
 
 class TaskIndex:
@@ -204,13 +201,9 @@ class TaskIndex:
             self._drop_pending(path)
             self._reject(path, not_utf8_reason(path.name))
             return None
-        if stat.S_ISLNK(st.st_mode):
+        if (problem := task_file_problem(self.hive, st)) is not None:
             self._drop_pending(path)
-            self._reject(path, "a symbolic link is not read as a task; copy the file instead")
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            self._drop_pending(path)
-            self._reject(path, "not a regular file")
+            self._reject(path, problem)
             return None
         sig = sig_of(st)
         stable = self._stable(path, sig, now)
@@ -351,22 +344,28 @@ class TaskIndex:
         on the file's version needs no stat of its own."""
         found = []
         parsed, leaving = self._parsed, self._leaving
-        for path, st in md_files(self.hive.active_dir_for(agent), self._active_paths):
+        folder = self.hive.active_dir_for(agent)
+        if is_folder_link(folder):  # its files would be read from wherever it leads
+            self._reject(folder, FOLDER_LINK_REASON)
+            return []
+        for path, st in md_files(folder, self._active_paths):
             if leaving and path in leaving:
                 continue
-            if not is_utf8(path.name):  # put there by hand, or by an older version
-                self._reject(path, not_utf8_reason(path.name))
-                continue
+            problem = (task_file_problem(self.hive, st) if is_utf8(path.name)
+                       else not_utf8_reason(path.name))  # put there by hand (or an old version)
             try:
+                if problem is not None:
+                    raise FileFormatError(path, problem)
                 # Not `_read`: a file in active/ is never one of tasks/ (no pending id).
                 task = parsed.load(path, st, task_from_text)
             except FileNotFoundError:
                 continue
-            except FileFormatError as exc:
-                self._reject(path, exc.reason)
+            except (FileFormatError, OSError) as exc:  # OSError: a link put in its place
+                self._reject(path, exc.reason if isinstance(exc, FileFormatError)
+                             else f"cannot read the file: {exc.strerror}")
                 continue
             found.append((TaskRef(task, path, TaskState.ACTIVE, agent, st.st_mtime), st))
-        return sorted(found, key=_by_age)
+        return sorted(found, key=lambda item: item[0].age_key())
 
     def load(self) -> dict[str, int]:
         """Active tasks per agent: kept up to date by this board's own moves, and listed
@@ -500,11 +499,12 @@ class TaskIndex:
 
     def _ref_at(self, path: Path, state: TaskState, agent: str | None, task_id: str) -> TaskRef:
         try:
-            st = path.stat()
-            task = self._read(path, st)
+            st = os.lstat(path)  # a link or the like is named, not read
+            if task_file_problem(self.hive, st) is None:
+                return TaskRef(self._read(path, st), path, state, agent, st.st_mtime)
         except (OSError, FileFormatError):
-            return TaskRef(Task(id=task_id, title=task_id), path, state, agent)
-        return TaskRef(task, path, state, agent, st.st_mtime)
+            pass
+        return TaskRef(Task(id=task_id, title=task_id), path, state, agent)
 
     def counts(self) -> dict[TaskState, int]:
         """How many files are in each state."""

@@ -1,0 +1,136 @@
+"""A hive from someone else is safe to run: no link is followed out of it.
+
+Each hostile hive is built in a temp folder, committed and git-cloned as a user
+would get it; the model is the fake Messages API, which records what it receives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hivemind.hive.layout import Hive
+from hivemind.hive.tasks import TaskBoard
+from tests.fake_anthropic import FakeAnthropic
+from tests.helpers import run_until_idle, write_agent, write_task
+from tests.scripted_model import task_completer
+from tests.test_daemon_anthropic import provider
+
+SECRET = "PRIVATE-KEY-TEXT-OUTSIDE-THE-HIVE"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli_env(base: Path, **extra: str) -> dict[str, str]:
+    """The environment of a `hivemind` subprocess: home and config folders in `base`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    return {**env, "PYTHONPATH": str(ROOT), "HOME": str(base / "home"),
+            "XDG_CONFIG_HOME": str(base / "config"), **extra}  # fmt: skip
+
+
+def hivemind(base: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hivemind", *args], cwd=base,
+                          env=cli_env(base, **env), capture_output=True, text=True,
+                          timeout=90, check=False)  # fmt: skip
+
+
+def git_clone(base: Path, name: str) -> Path:
+    """Commit the hive `base/name` and clone it as `base/clone`, as a user gets it."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", name]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "hive"]):
+        subprocess.run([*git, *args], cwd=base, check=True, capture_output=True)
+    subprocess.run(["git", "clone", "-q", name, "clone"], cwd=base, check=True,
+                   capture_output=True)  # fmt: skip
+    return base / "clone"
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    """A temp folder with a home holding a private key, beside the hives."""
+    (tmp_path / "home" / ".ssh").mkdir(parents=True)
+    (tmp_path / "home" / ".ssh" / "id_rsa").write_text(f"{SECRET}\n")
+    return tmp_path
+
+
+def everything_in(folder: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in folder.rglob("*")
+                     if p.is_file() and not p.is_symlink())  # fmt: skip
+
+
+def test_a_cloned_task_link_to_a_key_never_reaches_the_model(base: Path) -> None:
+    assert hivemind(base, "init", "evil").returncode == 0
+    held = base / "evil" / "tasks" / "active" / "assistant"
+    held.mkdir(parents=True)
+    os.symlink("../../../../home/.ssh/id_rsa", held / "review-notes.md")
+    clone = git_clone(base, "evil")
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        run = hivemind(base, "run", "--until-idle", "clone",
+                       ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=api.base_url)
+        sent = json.dumps([r.body for r in api.message_requests])
+
+    assert run.returncode == 0, run.stderr
+    assert SECRET not in sent
+    assert SECRET not in everything_in(clone / "tasks")
+    assert os.path.islink(clone / "tasks" / "rejected" / "review-notes.md")
+    reason = (clone / "tasks" / "rejected" / "review-notes.md.reason").read_text()
+    assert "symbolic link" in reason
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A file beside the hive, on the same filesystem (so it can be hard-linked)."""
+    secret = tmp_path / "outside" / "notes.md"
+    secret.parent.mkdir()
+    secret.write_text(f"# notes\n\n{SECRET}\n")
+    return secret
+
+
+@pytest.mark.parametrize("where", ["tasks", "active"])
+def test_a_hard_link_on_the_board_is_rejected_unread(
+    hive: Hive, outside: Path, where: str
+) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    folder = hive.tasks_dir if where == "tasks" else hive.active_dir_for("worker")
+    folder.mkdir(parents=True, exist_ok=True)
+    os.link(outside, folder / "notes.md")
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        run_until_idle(hive, provider(api))
+        sent = json.dumps([r.body for r in api.message_requests])
+
+    assert (hive.done_dir / "t1.md").is_file()  # the rest of the board still runs
+    assert SECRET not in sent
+    assert SECRET not in everything_in(hive.tasks_dir / "done")
+    reason = (hive.rejected_dir / "notes.md.reason").read_text()
+    assert "2 hard links" in reason
+
+
+def test_the_runtimes_own_link_during_a_move_is_not_rejected(hive: Hive) -> None:
+    """A move where no rename refuses to replace links the file twice for a moment
+    (`atomic.link_new`); a crash then leaves both names, one of them a temp name."""
+    task = write_task(hive, "t1")
+    os.link(task, hive.tasks_dir / ".t1.md.4194999-abcdef-0.tmp")
+
+    pending = TaskBoard(hive, settle_time=0).scan_pending()
+
+    assert [ref.id for ref in pending] == ["t1"]
+    assert not any(hive.rejected_dir.iterdir())
+
+
+def test_a_linked_folder_of_held_tasks_is_rejected_unread(hive: Hive, outside: Path) -> None:
+    write_agent(hive, "worker")
+    os.symlink(outside.parent, hive.active_dir_for("worker"))
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        run_until_idle(hive, provider(api))
+        sent = json.dumps([r.body for r in api.message_requests])
+
+    assert SECRET not in sent and SECRET not in everything_in(hive.done_dir)
+    assert os.path.islink(hive.rejected_dir / "worker")
+    assert "link to a folder" in (hive.rejected_dir / "worker.reason").read_text()
