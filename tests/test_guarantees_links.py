@@ -10,12 +10,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from hivemind.hive.layout import Hive
 from hivemind.hive.tasks import TaskBoard
+from hivemind.memory.blocks import FileRef
+from hivemind.memory.loader import ContentLoader
+from hivemind.memory.tokens import TokenCounter
 from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import run_until_idle, write_agent, write_task
 from tests.scripted_model import task_completer
@@ -134,3 +138,21 @@ def test_a_linked_folder_of_held_tasks_is_rejected_unread(hive: Hive, outside: P
     assert SECRET not in sent and SECRET not in everything_in(hive.done_dir)
     assert os.path.islink(hive.rejected_dir / "worker")
     assert "link to a folder" in (hive.rejected_dir / "worker.reason").read_text()
+
+
+@pytest.mark.parametrize("link", [os.symlink, os.link], ids=["symlink", "hard-link"])
+async def test_a_pinned_file_replaced_by_a_link_is_not_read_through_it(
+    hive: Hive, outside: Path, link: Callable[[Path, Path], None]
+) -> None:
+    """read_file pins a file (a FILE block); each cycle loads it again by its path."""
+    loader = ContentLoader(hive.root, TokenCounter())
+    pinned = hive.workspace_dir / "pinned.md"
+    pinned.write_text("a pinned file\n")
+    assert (await loader.load(FileRef(path="workspace/pinned.md"))).text == "a pinned file\n"
+    pinned.unlink()
+    link(outside, pinned)
+
+    again = await loader.load(FileRef(path="workspace/pinned.md"))
+
+    assert SECRET not in again.text
+    assert again.note == "unreadable"

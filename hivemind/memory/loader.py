@@ -102,11 +102,17 @@ def _read(full: str, limit: int | None = None) -> Read | None:
     """The bytes of a file and its stat from the open descriptor: `open(full, "rb")`
     without the buffered file object around it (which costs more than reading a note).
     None, unread, if the file is bigger than `limit`."""
-    fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
+    # A hive is someone else's folder: a link is never read through (O_NOFOLLOW: ELOOP),
+    # nor a file with a second name, which may be outside the hive; a FIFO never hangs.
+    fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         fst = os.fstat(fd)
         if stat.S_ISDIR(fst.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), full)
+        if stat.S_ISREG(fst.st_mode) and fst.st_nlink > 1:
+            raise OSError(errno.EMLINK, f"it has {fst.st_nlink} hard links (not read)", full)
+        if not stat.S_ISREG(fst.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (not read)", full)
         if limit is not None and fst.st_size > limit:
             return None
         want = max(fst.st_size + 1, 4096)
@@ -348,7 +354,8 @@ class ContentLoader:
         except IsADirectoryError:
             return self._note(f"[file unreadable: {path} is a directory]", "unreadable")
         except OSError as exc:
-            return self._note(f"[file unreadable: {path}: {exc.strerror or exc}]", "unreadable")
+            why = "a link (not read)" if exc.errno == errno.ELOOP else exc.strerror or exc
+            return self._note(f"[file unreadable: {path}: {why}]", "unreadable")
         return self._entry_from(path, full, data, fst)
 
     def _entry_from(self, path: str, full: str, data: bytes, fst: os.stat_result) -> _Entry:
