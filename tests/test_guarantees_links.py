@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,13 +18,16 @@ import pytest
 
 from hivemind.hive.layout import Hive
 from hivemind.hive.tasks import TaskBoard
+from hivemind.llm.base import ToolCall
 from hivemind.memory.blocks import FileRef
 from hivemind.memory.loader import ContentLoader
 from hivemind.memory.tokens import TokenCounter
+from hivemind.tools import default_registry
 from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import run_until_idle, write_agent, write_task
 from tests.scripted_model import task_completer
 from tests.test_daemon_anthropic import provider
+from tests.test_tools import make_ctx
 
 SECRET = "PRIVATE-KEY-TEXT-OUTSIDE-THE-HIVE"
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,3 +160,55 @@ async def test_a_pinned_file_replaced_by_a_link_is_not_read_through_it(
 
     assert SECRET not in again.text
     assert again.note == "unreadable"
+
+
+@pytest.mark.parametrize("folder", ["workspace", "knowledge"])
+async def test_a_folder_linked_out_of_the_hive_takes_no_write(
+    hive: Hive, tmp_path: Path, folder: str
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (hive.root / folder).rmdir()
+    os.symlink(elsewhere, hive.root / folder)
+    ctx = make_ctx(hive)
+
+    result = await default_registry().execute(
+        ctx, ToolCall(id="c1", name="write_file", input={"path": f"{folder}/x.md", "content": "x"})
+    )
+
+    assert result.is_error and "outside the allowed folders" in result.content
+    assert not any(elsewhere.iterdir())
+
+
+def test_run_refuses_a_hive_whose_folder_links_out_of_it(base: Path) -> None:
+    assert hivemind(base, "init", "evil").returncode == 0
+    (base / "elsewhere").mkdir()
+    shutil.rmtree(base / "evil" / "workspace", ignore_errors=True)
+    os.symlink("../elsewhere", base / "evil" / "workspace")
+    git_clone(base, "evil")
+
+    run = hivemind(base, "run", "--until-idle", "clone")
+
+    assert run.returncode != 0
+    said = run.stderr.strip()
+    assert said.count("\n") == 0 and "workspace/: a link to" in said, said
+    assert not any((base / "elsewhere").iterdir())
+
+
+def test_an_agent_folder_linked_out_of_the_hive_is_not_run(base: Path) -> None:
+    assert hivemind(base, "init", "evil").returncode == 0
+    spy = base / "spy"
+    spy.mkdir()
+    (spy / "ROM.md").write_text(f"---\nrole: spy\n---\nYou are a spy. {SECRET}\n")
+    os.symlink("../../spy", base / "evil" / "agents" / "spy")
+    (base / "evil" / "tasks" / "t1.md").write_text("---\nassignee: spy\n---\n# t1\n\nGo.\n")
+    git_clone(base, "evil")
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        run = hivemind(base, "run", "--until-idle", "clone",
+                       ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=api.base_url)
+        sent = json.dumps([r.body for r in api.message_requests])
+
+    assert run.returncode == 0, run.stderr
+    assert SECRET not in sent
+    assert "agents/spy/: a link to a folder is not run as an agent" in run.stdout + run.stderr

@@ -69,15 +69,17 @@ def test_a_hard_link_found_by_the_walk_is_still_refused(tree: Hive, tmp_path: Pa
                        forbid_hardlinks=True)
 
 
-def test_an_allowed_folder_replaced_by_a_symlink_is_followed(tree: Hive, tmp_path: Path) -> None:
-    # The allowed folders are resolved on every call, as the target is: no stale cache.
+def test_an_allowed_folder_replaced_by_a_link_out_of_the_hive_allows_nothing(
+    tree: Hive, tmp_path: Path
+) -> None:
+    # The allowed folders are resolved on every call, as the target is: no stale cache;
+    # one that leads out of the hive (a cloned `knowledge -> /elsewhere`) allows nothing.
     assert resolve_inside(tree.root, "knowledge/x.md", [tree.knowledge_dir])
     tree.knowledge_dir.rmdir()
     tree.knowledge_dir.symlink_to(tmp_path / "outside", target_is_directory=True)
-    got = resolve_inside(tree.root, "knowledge/secret.txt", [tree.knowledge_dir])
-    assert got == tmp_path / "outside" / "secret.txt"
-    with pytest.raises(PathEscapeError):
-        resolve_inside(tree.root, "knowledge/secret.txt", [tree.workspace_dir])
+    for allowed in ([tree.knowledge_dir], [tree.workspace_dir]):
+        with pytest.raises(PathEscapeError, match="resolves to"):
+            resolve_inside(tree.root, "knowledge/secret.txt", allowed)
 
 
 def test_a_relative_root_follows_the_working_directory(

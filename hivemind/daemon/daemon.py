@@ -180,8 +180,8 @@ class Daemon(WorkerLead):
                 # No agent runs here while a worker of an earlier daemon still runs it.
                 if await outlive_old_workers(self.hive, self.stopping):
                     sweep_temps(self.hive)  # under the lock: no other daemon writes here
-                    if (reserved := self.hive.reserved_agent_folder()) is not None:
-                        logger.warning("%s", reserved)
+                    for unrun in self.hive.unrun_agent_folders():
+                        logger.warning("%s", unrun)
                     known = set(self.hive.agent_names())
                     for name in self.services.board.active_agents():
                         if name not in known:

@@ -9,6 +9,7 @@ from functools import cached_property
 from pathlib import Path
 
 from hivemind.errors import ConfigError
+from hivemind.hive.links import folder_link_out
 from hivemind.hive.paths import walk_below
 
 HUMAN = "human"
@@ -115,20 +116,34 @@ class Hive:
         """True if agents/<name>/ROM.md exists (and the name is a plain folder name)."""
         return (
             bool(name) and "/" not in name and not is_temp_name(name)
-            and has_rom(self.rom_path(name))
+            and not os.path.islink(self.agent_dir(name)) and has_rom(self.rom_path(name))
         )
 
     def agent_names(self) -> list[str]:
         """Agents = folders of agents/ holding a ROM.md, sorted; never `human`, the
         person's name (its mailbox is theirs: see `reserved_agent_folder`)."""
-        if not self.agents_dir.is_dir():
+        try:
+            entries = list(os.scandir(self.agents_dir))
+        except OSError:
             return []
-        return sorted(
-            p.name
-            for p in self.agents_dir.iterdir()
-            if p.is_dir() and not is_temp_name(p.name) and p.name != HUMAN
-            and has_rom(p / "ROM.md")
+        return sorted(  # a link to a folder is no agent (see `unrun_agent_folders`)
+            e.name for e in entries
+            if e.is_dir(follow_symlinks=False) and not is_temp_name(e.name) and e.name != HUMAN
+            and has_rom(Path(e.path, "ROM.md"))
         )
+
+    def unrun_agent_folders(self) -> list[str]:
+        """Why each folder of agents/ with a ROM.md that is not run is not: agents/human/
+        (see `reserved_agent_folder`), and links (their files would be read from wherever
+        they lead)."""
+        try:
+            entries = sorted(os.scandir(self.agents_dir), key=lambda e: e.name)
+        except OSError:
+            entries = []
+        reserved = self.reserved_agent_folder()
+        return ([] if reserved is None else [reserved]) + [
+            f"agents/{e.name}/: a link to a folder is not run as an agent; make it a real "
+            "folder" for e in entries if e.is_symlink() and not is_temp_name(e.name)]
 
     def reserved_agent_folder(self) -> str | None:
         """Why agents/human/ is not run, if it holds a ROM.md (else None)."""
@@ -210,7 +225,10 @@ class Hive:
             return path.as_posix()
 
     def ensure(self) -> Hive:
-        """Create the folders of the layout that are missing; returns self."""
+        """Create the folders of the layout that are missing; returns self. A folder of
+        the layout that is a link out of the hive is refused (ConfigError, one line)."""
+        if (linked := folder_link_out(self)) is not None:
+            raise ConfigError(linked)
         for d in (
             self.agents_dir,
             self.knowledge_dir,

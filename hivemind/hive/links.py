@@ -12,8 +12,10 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hivemind.hive.layout import Hive
+if TYPE_CHECKING:  # layout checks its folders with `folder_link_out`
+    from hivemind.hive.layout import Hive
 
 LINK_REASON = "a symbolic link is not read as a task; copy the file instead"
 FOLDER_LINK_REASON = "a link to a folder is not read as a task folder; make it a real folder"

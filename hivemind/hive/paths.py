@@ -35,7 +35,9 @@ def resolve_inside(
         raise PathEscapeError("an empty path names no file")
     root_s = real_root(os.fspath(root))
     folders = [root_s] if allowed is None else [
-        realpath_under(root_s, os.path.join(root_s, os.fspath(a)))[0] for a in allowed
+        real for a in allowed
+        # A folder that is a link out of the hive (workspace -> /elsewhere) allows nothing.
+        if _within(real := realpath_under(root_s, os.path.join(root_s, os.fspath(a)))[0], root_s)
     ]
     candidate = os.path.expanduser(text) if text.startswith("~") else text
     if not os.path.isabs(candidate):
