@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from hivemind.hive.layout import Hive
+from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.memory.blocks import FileRef
@@ -94,7 +95,7 @@ def outside(tmp_path: Path) -> Path:
     """A file beside the hive, on the same filesystem (so it can be hard-linked)."""
     secret = tmp_path / "outside" / "notes.md"
     secret.parent.mkdir()
-    secret.write_text(f"# notes\n\n{SECRET}\n")
+    secret.write_text(f"# notes {SECRET}\n\n{SECRET}\n")
     return secret
 
 
@@ -212,3 +213,19 @@ def test_an_agent_folder_linked_out_of_the_hive_is_not_run(base: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert SECRET not in sent
     assert "agents/spy/: a link to a folder is not run as an agent" in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("where", ["mailboxes/worker/new/m1.md", "knowledge/notes.md"])
+def test_a_hard_linked_message_or_note_never_reaches_the_model(
+    hive: Hive, outside: Path, where: str
+) -> None:
+    write_agent(hive, "worker", front="knowledge: ['knowledge/**/*.md']\n")
+    write_task(hive, "t1")
+    Mailbox(hive, "worker").ensure()
+    os.link(outside, hive.root / where)
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        run_until_idle(hive, provider(api))
+        sent = json.dumps([r.body for r in api.message_requests])
+
+    assert api.message_requests and SECRET not in sent

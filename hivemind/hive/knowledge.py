@@ -45,7 +45,9 @@ class Note:
 
 def _topic(path: Path) -> str:
     """The note's first heading, or its file name if none is near the top."""
-    with path.open("rb", buffering=0) as f:  # unbuffered: a read takes only what it asks
+    # O_NOFOLLOW: a note replaced by a link since the scan is not read through it.
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb", buffering=0) as f:  # unbuffered: a read takes what it asks
         head = f.read(_HEAD_BYTES)
         if head.startswith(b"---"):
             end = _FENCE_END.search(head, 3)
@@ -120,8 +122,8 @@ class KnowledgeIndex:
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
-                if not stat.S_ISREG(st.st_mode):
-                    continue  # a symlink could point outside the hive
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+                    continue  # a symlink or a hard link could be a file outside the hive
                 where = f"{location}/{name}"
                 notes[where] = self._note(where, entry.path, st)
             except OSError:

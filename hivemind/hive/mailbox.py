@@ -242,8 +242,9 @@ class Mailbox:
                     if renamed is None:
                         continue
                     path, st = renamed, os.lstat(renamed)
-                if not stat.S_ISREG(st.st_mode):
-                    # A symlink could pull a file from outside the hive into a prompt.
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+                    # A symlink or a hard link could pull a file from outside the hive
+                    # into a prompt (a delivery's own link lasts a moment: seen next look).
                     logger.warning("%s: not a regular file; not read as mail", path)
                     continue
                 if not read and self.settle_time > 0 and now - st.st_mtime < self.settle_time:
