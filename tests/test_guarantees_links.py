@@ -24,6 +24,7 @@ from hivemind.memory.blocks import FileRef
 from hivemind.memory.loader import ContentLoader
 from hivemind.memory.tokens import TokenCounter
 from hivemind.tools import default_registry
+from tests.deep_trees import deep_chain, removed_after
 from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import run_until_idle, write_agent, write_task
 from tests.scripted_model import task_completer
@@ -229,3 +230,46 @@ def test_a_hard_linked_message_or_note_never_reaches_the_model(
         sent = json.dumps([r.body for r in api.message_requests])
 
     assert api.message_requests and SECRET not in sent
+
+
+# -- depth and size bounds ------------------------------------------------------------
+
+
+def test_a_knowledge_tree_1800_folders_deep_bricks_nothing(hive: Hive) -> None:
+    """Two write_file calls used to make every cycle and the daemon's start fail with
+    RecursionError: knowledge/ + 900 folders + x.md, then 900 more below it."""
+    write_agent(hive, "worker", front="knowledge: ['knowledge/**/*.md']\n")
+    (hive.knowledge_dir / "top.md").write_text("# top note\n")
+    write_task(hive, "t1")
+    deep_chain(hive.knowledge_dir, 1800, {900: "# deep\n", 1800: "# deeper\n"})
+    with removed_after(hive.knowledge_dir), FakeAnthropic() as api:
+        api.responder = task_completer
+        daemon = run_until_idle(hive, provider(api))
+        sent = json.dumps([r.body for r in api.message_requests])
+        status = hivemind(hive.root.parent, "status", str(hive.root))
+
+    assert daemon.exit_reason == "idle"
+    assert (hive.done_dir / "t1.md").is_file()
+    assert "top note" in sent
+    assert status.returncode == 0, status.stderr
+    assert "Traceback" not in status.stderr
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [("knowledge/" + "d/" * 2000 + "x.md", "4,014 bytes; the limit is 1,024"),
+     ("knowledge/" + "d/" * 40 + "x.md", "42 folders and names; the limit is 32"),
+     ("workspace/" + "n" * 1100, "bytes; the limit is 1,024")],
+    ids=["2000-levels", "40-levels", "1100-bytes"],
+)
+async def test_a_tool_refuses_a_path_too_deep_or_too_long(
+    hive: Hive, path: str, said: str
+) -> None:
+    ctx = make_ctx(hive)
+
+    result = await default_registry().execute(
+        ctx, ToolCall(id="c1", name="write_file", input={"path": path, "content": "x"})
+    )
+
+    assert result.is_error and said in result.content
+    assert not (hive.knowledge_dir / "d").exists()

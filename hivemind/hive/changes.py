@@ -11,6 +11,7 @@ from pathlib import Path
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.paths import glob_match, glob_root
 from hivemind.hive.statcache import Sig, sig_of
+from hivemind.hive.treewalk import walk
 
 
 class HiveEventKind(StrEnum):
@@ -149,7 +150,7 @@ def _scan(folder: Path) -> list[os.DirEntry[str]]:
 
 
 def _walk(folder: Path) -> Iterable[Path]:
-    for root, dirs, files in os.walk(folder):
+    for root, dirs, files in walk(os.fspath(folder)):
         dirs[:] = [d for d in dirs if not is_temp_name(d)]
         for name in files:
             if not is_temp_name(name):

@@ -33,6 +33,8 @@ from watchdog.events import (
     FileSystemEvent,
 )
 
+from hivemind.hive.treewalk import walk
+
 __all__ = ["LoopInotify", "available"]
 
 IN_MODIFY = 0x00000002
@@ -256,8 +258,8 @@ def _same_folder(folder: str, inode: tuple[int, int] | None) -> bool:
 
 
 def _folders_below(folder: str) -> list[str]:
-    """Every folder below `folder` (symbolic links not followed)."""
+    """Every folder below `folder`, to `treewalk.MAX_DEPTH` levels (links not followed)."""
     out: list[str] = []
-    for dirpath, dirnames, _files in os.walk(folder):
+    for dirpath, dirnames, _files in walk(folder):
         out.extend(os.path.join(dirpath, d) for d in dirnames)
     return out

@@ -18,6 +18,7 @@ from hivemind.hive.filenames import NOT_UTF8, is_utf8, shown
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.paths import glob_match
 from hivemind.hive.statcache import StatMemo
+from hivemind.hive.treewalk import MAX_DEPTH
 from hivemind.memory.blocks import KnowledgeBlock, Priority
 
 logger = logging.getLogger(__name__)
@@ -31,6 +32,11 @@ file's name."""
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _FENCE_END = re.compile(rb"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _PREFIX = "knowledge/"
+
+
+_UNRENAMED = f"{NOT_UTF8}; it is not read as knowledge until renamed"
+_TOO_DEEP = (f"more than {MAX_DEPTH} folders deep: its folders are not read as knowledge "
+             "(move them up)")
 
 
 @dataclass(frozen=True)
@@ -97,47 +103,56 @@ class KnowledgeIndex:
             self.version += 1
         return changed
 
-    def _scan(self, folder: str, location: str, notes: dict[str, Note]) -> None:
-        """Add the notes of `folder` (hive-relative `location`) and of its sub-folders,
-        as `os.walk` would find them (symlinked folders are not entered)."""
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            return
-        folders = []
-        for entry in entries:
-            name = entry.name
-            if not is_utf8(name):
-                self._skip_unreadable_name(f"{location}/{name}")
-                continue
+    def _scan(self, top: str, top_location: str, notes: dict[str, Note]) -> None:
+        """Add the notes of `top` (hive-relative `top_location`) and of its sub-folders
+        in path order, as `os.walk` would find them (links to folders not entered), to
+        `MAX_DEPTH` levels: iterative, so no tree is too deep for it."""
+        stack = [(top, top_location, 0)]
+        while stack:
+            folder, location, depth = stack.pop()
             try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if not is_temp_name(name) and not entry.is_symlink():
-                    folders.append(name)
-                continue
-            if is_temp_name(name) or not name.endswith(".md"):
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-                if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
-                    continue  # a symlink or a hard link could be a file outside the hive
-                where = f"{location}/{name}"
-                notes[where] = self._note(where, entry.path, st)
+                entries = list(os.scandir(folder))
             except OSError:
                 continue
-        for name in sorted(folders):
-            self._scan(f"{folder}/{name}", f"{location}/{name}", notes)
+            folders = []
+            for entry in entries:
+                name = entry.name
+                if not is_utf8(name):
+                    self._skip_unreadable_name(f"{location}/{name}")
+                    continue
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    if not is_temp_name(name):
+                        folders.append(name)
+                    continue
+                if is_temp_name(name) or not name.endswith(".md"):
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+                        continue  # a symlink or a hard link could be a file outside the hive
+                    where = f"{location}/{name}"
+                    notes[where] = self._note(where, entry.path, st)
+                except OSError:
+                    continue
+            if folders and depth + 1 >= MAX_DEPTH:
+                self._skip_unreadable_name(f"{location}/{min(folders)}", _TOO_DEEP)
+                continue
+            for name in sorted(folders, reverse=True):  # popped in name order
+                stack.append((f"{folder}/{name}", f"{location}/{name}", depth + 1))
 
-    def _skip_unreadable_name(self, location: str) -> None:
+    def _skip_unreadable_name(self, location: str, why: str = _UNRENAMED) -> None:
         """A note (or folder) whose name is not UTF-8 is left out: its location could be
-        written to no block, record or request. Said once, for a person to rename it."""
+        written to no block, record or request; so is a folder too deep. Said once, for
+        a person to rename or move it."""
         if location not in self._told:
+            if len(self._told) > 4096:
+                self._told.clear()
             self._told.add(location)
-            logger.warning("%s: %s; it is not read as knowledge until renamed",
-                           shown(location), NOT_UTF8)
+            logger.warning("%s: %s", shown(location)[:300], why)
 
     def _note(self, location: str, path: str, st: os.stat_result) -> Note:
         """The note at `path`: the known object while its file is unchanged."""

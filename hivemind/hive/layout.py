@@ -11,6 +11,7 @@ from pathlib import Path
 from hivemind.errors import ConfigError
 from hivemind.hive.links import folder_link_out
 from hivemind.hive.paths import walk_below
+from hivemind.hive.treewalk import walk
 
 HUMAN = "human"
 """The mailbox people read; not an agent."""
@@ -32,7 +33,7 @@ def hive_files(top: Path, base: str) -> Iterator[tuple[str, str]]:
     """(hive-relative path, path) of the files below `top`, the hive's folder `base`
     ("" for its root), in name order: no temp names, no runtime folder at the root,
     folder links not entered."""
-    for folder, dirs, files in os.walk(top):
+    for folder, dirs, files in walk(os.fspath(top)):
         below = os.path.relpath(folder, top).replace(os.sep, "/")
         prefix = "/".join(p for p in (base, "" if below == "." else below) if p)
         prefix = prefix + "/" if prefix else ""

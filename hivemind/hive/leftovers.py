@@ -19,6 +19,7 @@ from pathlib import Path
 
 from hivemind.hive.atomic import temp_writer
 from hivemind.hive.layout import Hive
+from hivemind.hive.treewalk import walk
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def _folders(hive: Hive) -> Iterator[Path]:
     yield from _subfolders(hive.agents_dir)
     yield from (box / "tmp" for box in _subfolders(hive.mailboxes_dir))
     for tree in (hive.workspace_dir, hive.knowledge_dir):
-        for dirpath, _dirs, _files in os.walk(tree):  # symlinked folders are not followed
+        for dirpath, _dirs, _files in walk(os.fspath(tree)):  # links are not followed
             yield Path(dirpath)
 
 

@@ -34,6 +34,7 @@ def resolve_inside(
     if not text.strip():
         raise PathEscapeError("an empty path names no file")
     root_s = real_root(os.fspath(root))
+    check_bounds(text, root_s)
     folders = [root_s] if allowed is None else [
         real for a in allowed
         # A folder that is a link out of the hive (workspace -> /elsewhere) allows nothing.
@@ -60,6 +61,28 @@ def resolve_inside(
                 "a file outside the allowed folders, so it is refused"
             )
     return Path(real)
+
+
+MAX_PATH_PARTS = 32
+"""Folders and name a path a tool is given may have (a hive's files lie this deep at
+most; walks leave out what is deeper: see `treewalk.MAX_DEPTH`)."""
+MAX_PATH_BYTES = 1024
+
+
+def check_bounds(text: str, root: str = "") -> None:
+    """Refuse a path of more than MAX_PATH_BYTES bytes or MAX_PATH_PARTS parts (below
+    `root`, if it lies there): a tree thousands of folders deep bricked every walk of
+    the hive (PathEscapeError)."""
+    size = len(os.fsencode(text))
+    if size > MAX_PATH_BYTES:
+        raise PathEscapeError(f"{text[:60]}...: a path of {size:,} bytes; the limit is "
+                              f"{MAX_PATH_BYTES:,}")
+    prefix = root.rstrip("/") + "/"
+    below = text[len(prefix):] if root and text.startswith(prefix) else text
+    parts = sum(1 for part in below.split("/") if part and part != ".")
+    if parts > MAX_PATH_PARTS:
+        raise PathEscapeError(f"{text[:60]}...: a path of {parts} folders and names; the "
+                              f"limit is {MAX_PATH_PARTS}")
 
 
 @lru_cache(maxsize=256)

@@ -275,6 +275,8 @@ async def list_files(ctx: ToolContext, args: ListFilesInput) -> str:
             f"[... listing {walk.why(LIST_SECONDS)} in {ctx.hive.relative(walk.stopped_at)}; "
             "ask for a narrower path]"
         )
+    if walk.too_deep is not None:
+        entries += walk.deep_note(ctx.hive.relative(walk.too_deep))
     return "\n".join(entries) if entries else f"{args.path} is empty"
 
 

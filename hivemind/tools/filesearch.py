@@ -133,4 +133,6 @@ async def search_files(ctx: ToolContext, args: SearchFilesInput) -> str:
             f"[... search {walk.why(SEARCH_SECONDS)} in {ctx.hive.relative(walk.stopped_at)}; "
             f"{searched}, the rest not; ask for a narrower path]"
         )
+    if walk is not None and walk.too_deep is not None:
+        lines += walk.deep_note(ctx.hive.relative(walk.too_deep))
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """Walking a hive folder for list_files and search_files: sorted, links not followed,
-hidden names skipped, and stopped by a deadline or an oversized folder, saying where."""
+hidden names skipped, `MAX_DEPTH` levels at most, and stopped by a deadline or an
+oversized folder, saying where."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from hivemind.hive.treewalk import MAX_DEPTH
 
 MAX_FOLDER_ENTRIES = 100_000
 """A folder with more entries than this is not read further (its names alone would
@@ -25,6 +28,7 @@ class FolderWalk:
         self.root = root
         self.deadline = deadline
         self.stopped_at: Path | None = None
+        self.too_deep: Path | None = None  # the first folder left out for its depth
         self.stop_reason = ""
 
     def expired(self) -> bool:
@@ -34,9 +38,17 @@ class FolderWalk:
         self.stopped_at, self.stop_reason = where, reason
 
     def __iter__(self) -> Iterator[os.DirEntry[str]]:
-        return self._walk(self.root)
+        return self._walk(self.root, 0)
 
-    def _walk(self, folder: Path) -> Iterator[os.DirEntry[str]]:
+    def deep_note(self, relative: str) -> list[str]:
+        """The line to add to the walk's output if folders were left out as too deep
+        (`relative`: the first of them as the model names it), else none."""
+        if self.too_deep is None:
+            return []
+        return [f"[... folders more than {MAX_DEPTH} levels down are left out, from "
+                f"{relative}]"]
+
+    def _walk(self, folder: Path, depth: int) -> Iterator[os.DirEntry[str]]:
         entries = self._entries(folder)
         if entries is None:
             return
@@ -50,8 +62,10 @@ class FolderWalk:
                 is_folder = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue  # gone meanwhile
-            if is_folder:
-                yield from self._walk(Path(entry.path))
+            if is_folder and depth + 1 >= MAX_DEPTH:
+                self.too_deep = self.too_deep or Path(entry.path)  # said once, by the caller
+            elif is_folder:
+                yield from self._walk(Path(entry.path), depth + 1)
             else:
                 yield entry
 
