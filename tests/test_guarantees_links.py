@@ -6,6 +6,7 @@ would get it; the model is the fake Messages API, which records what it receives
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -15,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
+from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.tasks import TaskBoard
@@ -24,10 +27,11 @@ from hivemind.memory.blocks import FileRef
 from hivemind.memory.loader import ContentLoader
 from hivemind.memory.tokens import TokenCounter
 from hivemind.tools import default_registry
+from hivemind.tools.base import Tool, ToolContext
 from tests.deep_trees import deep_chain, removed_after
 from tests.fake_anthropic import FakeAnthropic
-from tests.helpers import run_until_idle, write_agent, write_task
-from tests.scripted_model import task_completer
+from tests.helpers import fast_config, run_until_idle, write_agent, write_task
+from tests.scripted_model import last_results, scripted, task_completer, tool_use
 from tests.test_daemon_anthropic import provider
 from tests.test_tools import make_ctx
 
@@ -273,3 +277,33 @@ async def test_a_tool_refuses_a_path_too_deep_or_too_long(
 
     assert result.is_error and said in result.content
     assert not (hive.knowledge_dir / "d").exists()
+
+
+class NoInput(BaseModel):
+    pass
+
+
+async def broken(ctx: ToolContext, args: NoInput) -> str:
+    raise RecursionError("maximum recursion depth exceeded")
+
+
+def test_a_tools_bug_is_a_tool_error_for_the_model_and_shown_in_audit_and_status(
+    hive: Hive,
+) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = scripted([tool_use(1, "broken")],
+                                 [tool_use(2, "complete_task", task_id="t1", result="ok")])
+        daemon = Daemon(hive, fast_config(hive), provider(api),
+                        RunOptions(until_idle=True, idle_settle=0.2))
+        daemon.services.tools.register(Tool("broken", "A tool with a bug.", NoInput, broken))
+        asyncio.run(asyncio.wait_for(daemon.run(), 30))
+        told = last_results(api.message_requests[1].body)
+
+    assert daemon.exit_reason == "idle" and (hive.done_dir / "t1.md").is_file()
+    bug = "internal error in broken: RecursionError: maximum recursion depth exceeded"
+    assert told[0].startswith(bug)
+    agent = json.loads(hive.status_file.read_text())["agents"]["worker"]
+    assert agent["last_error"] == bug
+    assert bug in hive.audit_path("worker").read_text()

@@ -371,7 +371,7 @@ class Agent:
                 self.mailbox.mark_read(item)
                 if not item.read:  # logged; and shown in status until a cycle runs clean
                     unmoved = self.mailbox.problem
-        self.last_error = report.error or unmoved
+        self.last_error = report.error or unmoved or ctx.effects.internal_error
         self._compact_history(ctx, calls)
         self.s.janitor.sweep(self.working)
         if self.s.ltm is not None and ctx.effects.memories and report.error is None:

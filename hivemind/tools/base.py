@@ -9,6 +9,7 @@ bug and propagates.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from hivemind.hive.tasks import TaskBoard, TaskRef
     from hivemind.ltm.store import LongTermMemory
 
+logger = logging.getLogger(__name__)
+
 InputT = TypeVar("InputT", bound=BaseModel)
 
 MAX_RESULT_CHARS = 20_000
@@ -44,6 +47,7 @@ class CycleEffects:
     tasks_completed: list[str] = field(default_factory=list)
     tasks_failed: list[str] = field(default_factory=list)
     memories: list[dict[str, Any]] = field(default_factory=list)
+    internal_error: str | None = None  # a tool's bug, for status (the audit has the call)
 
 
 @dataclass
@@ -191,6 +195,11 @@ class ToolRegistry:
             # The filesystem refused what the model asked for (a folder that is a file, a
             # name too long, a file gone): its mistake to see, not a reason to stop.
             return _error(call, _os_problem(ctx.hive, exc))
+        except Exception as exc:  # a bug here: the cycle goes on, and it is told
+            logger.exception("%s: internal error in tool %s", ctx.agent, call.name)
+            ctx.effects.internal_error = f"internal error in {call.name}: {_bug(exc)}"
+            return _error(call, f"{ctx.effects.internal_error} (a fault of the runtime, not "
+                                "of your call; it is recorded: try another way)")
         if len(content) > MAX_RESULT_CHARS:
             cut = len(content) - MAX_RESULT_CHARS
             content = content[:MAX_RESULT_CHARS] + f"\n[... {cut} more characters cut]"
@@ -199,6 +208,12 @@ class ToolRegistry:
 
 def _error(call: ToolCall, message: str) -> ToolResult:
     return ToolResult(tool_use_id=call.id, content=message, is_error=True)
+
+
+def _bug(exc: Exception) -> str:
+    """An unexpected exception in one line: its type and the start of its message."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
 def _os_problem(hive: Hive, exc: OSError) -> str:
