@@ -307,3 +307,26 @@ def test_a_tools_bug_is_a_tool_error_for_the_model_and_shown_in_audit_and_status
     agent = json.loads(hive.status_file.read_text())["agents"]["worker"]
     assert agent["last_error"] == bug
     assert bug in hive.audit_path("worker").read_text()
+
+
+@pytest.mark.parametrize("name", ["daemon.lock", "audit/assistant.jsonl"])
+def test_run_refuses_a_link_among_the_runtimes_own_files(base: Path, name: str) -> None:
+    """.hivemind/ is the runtime's own: through a committed link the lock file would
+    truncate, and the audit append to, a file of the user's."""
+    assert hivemind(base, "init", "evil").returncode == 0
+    bashrc = base / "home" / ".bashrc"
+    bashrc.write_text("the user's own file\n")
+    link = base / "evil" / ".hivemind" / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(os.path.relpath(bashrc, link.parent), link)
+    subprocess.run(["git", "-C", "evil", "init", "-q"], cwd=base, check=True)
+    subprocess.run(["git", "-C", "evil", "add", "-f", ".hivemind"], cwd=base, check=True)
+    clone = git_clone(base, "evil")
+    assert os.path.islink(clone / ".hivemind" / name)
+
+    run = hivemind(base, "run", "--until-idle", "clone")
+
+    assert run.returncode != 0
+    said = run.stderr.strip()
+    assert said.count("\n") == 0 and f".hivemind/{name}: a link" in said, said
+    assert bashrc.read_text() == "the user's own file\n"

@@ -67,6 +67,10 @@ def _printable(obj: Any) -> Any:
     return shown(str(obj))
 
 
+# O_NOFOLLOW: a link in the audit folder is never appended through (see hive.links).
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+
+
 class AuditLog:
     """Append-only JSONL audit of one agent."""
 
@@ -96,10 +100,10 @@ class AuditLog:
             data = self._line(record).encode("utf-8")
         data = self._torn_tail().encode("utf-8") + data + b"\n"
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, _APPEND, 0o644)
         except FileNotFoundError:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, _APPEND, 0o644)
         try:
             # One write: an O_APPEND line is never interleaved with another writer's.
             view = memoryview(data)

@@ -67,7 +67,7 @@ class HiveLock:
         """The lock file, locked, with this process's pid in it."""
         path = self.hive.lock_file
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # an older hivemind, which locks the file only
@@ -234,7 +234,7 @@ async def outlive_old_workers(hive: Hive, giving_up: asyncio.Event) -> bool:
 
 def _open_lock(path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
 
 
 def _try_flock(fd: int, how: int) -> bool:

@@ -101,12 +101,34 @@ def hive_folders(hive: Hive) -> Iterator[Path]:
 
 
 def folder_link_out(hive: Hive) -> str | None:
-    """One line naming the first folder of the hive that is a link out of it (the
-    runtime would read and write there); None if there is none."""
+    """One line naming the first folder of the hive that is a link out of it, or the
+    first link among the runtime's own files (the runtime would read and write
+    there); None if there is none."""
     root = os.fspath(hive.root)
     for folder in hive_folders(hive):
         target = _leads_out(root, folder)
         if target is not None:
             return (f"{os.path.relpath(folder, root)}/: a link to {target}, outside the hive; "
                     "the runtime does not follow links out of a hive: make it a real folder")
+    return _state_link(hive)
+
+
+def _state_link(hive: Hive) -> str | None:
+    """One line naming a link among the runtime's own files in .hivemind/ (a cloned
+    hive may carry one: the lock file truncated, the audit appended to, through it)."""
+    for folder in (hive.state_dir, hive.audit_dir, hive.state_dir / "roms"):
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            linked = stat.S_ISLNK(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1)
+            if linked:
+                where = os.path.relpath(entry.path, hive.root)
+                return (f"{where}: a link; .hivemind/ holds the runtime's own files and no "
+                        "link is followed there: remove it")
     return None
