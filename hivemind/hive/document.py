@@ -7,6 +7,7 @@ not a mapping raises `FileFormatError` whose reason names the line.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -71,7 +72,12 @@ def read_text(path: Path) -> str:
     """The file as text; refuses non-regular, > 1 MB, empty and non-UTF-8 files."""
     # O_NONBLOCK: a FIFO dropped under a .md name must not hang the reader. O_NOFOLLOW:
     # a link put in a file's place is never read through (ELOOP, an OSError).
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise FileFormatError(path, "a symbolic link is not read; copy the file instead") from None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
