@@ -330,3 +330,18 @@ def test_run_refuses_a_link_among_the_runtimes_own_files(base: Path, name: str) 
     said = run.stderr.strip()
     assert said.count("\n") == 0 and f".hivemind/{name}: a link" in said, said
     assert bashrc.read_text() == "the user's own file\n"
+
+
+def test_a_linked_reason_file_is_not_shown_by_status(base: Path) -> None:
+    assert hivemind(base, "init", "evil").returncode == 0
+    rejected = base / "evil" / "tasks" / "rejected"
+    rejected.mkdir(parents=True, exist_ok=True)
+    (rejected / "x.md").write_text("# x\n")
+    os.symlink("../../../home/.ssh/id_rsa", rejected / "x.md.reason")
+    clone = git_clone(base, "evil")
+
+    status = hivemind(base, "status", "--json", str(clone))
+    listed = hivemind(base, "task", "list", "--hive", str(clone))
+
+    assert status.returncode == 0 and "x.md" in status.stdout
+    assert SECRET not in status.stdout + listed.stdout

@@ -19,7 +19,7 @@ from hivemind.hive.filenames import is_utf8, not_utf8_reason, shown
 from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task
-from hivemind.hive.quarantine import REASON_SUFFIX
+from hivemind.hive.quarantine import read_reason
 from hivemind.hive.taskref import md_files
 
 STATES = ("pending", "active", "done", "failed", "rejected")
@@ -116,9 +116,5 @@ def _shown_path(hive: Hive, path: Path) -> str:
 
 
 def _reason(path: Path) -> str | None:
-    try:
-        text = path.with_name(path.name + REASON_SUFFIX).read_text("utf-8", errors="replace")
-    except OSError:
-        return None
-    return shown(" ".join(text.split())) or None
+    return shown(" ".join(read_reason(path).split())) or None
 

@@ -52,11 +52,27 @@ def rejected(hive: Hive) -> list[tuple[Path, str]]:
     for path in sorted(hive.rejected_dir.iterdir()):
         if path.name.endswith(REASON_SUFFIX) or path.name.startswith("."):
             continue
-        try:
-            reason = path.with_name(path.name + REASON_SUFFIX).read_text("utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            reason = ""
+        reason = read_reason(path)
         if not is_utf8(path.name):
             reason = reason or not_utf8_reason(path.name)
         out.append((path.with_name(shown(path.name)), reason))
     return out
+
+
+def read_reason(path: Path) -> str:
+    """The text of `path`'s reason file ("" if there is none), never through a link and
+    at most REASON_BYTES (a hive's reason file may be anything: it is only shown)."""
+    try:
+        fd = os.open(path.with_name(path.name + REASON_SUFFIX),
+                     os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            data = fh.read(REASON_BYTES)
+        except OSError:
+            return ""
+    return data.decode("utf-8", errors="replace").strip()
+
+
+REASON_BYTES = 4096
