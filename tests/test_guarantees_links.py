@@ -345,3 +345,19 @@ def test_a_linked_reason_file_is_not_shown_by_status(base: Path) -> None:
 
     assert status.returncode == 0 and "x.md" in status.stdout
     assert SECRET not in status.stdout + listed.stdout
+
+
+def test_status_does_not_show_a_file_linked_as_status_json(base: Path) -> None:
+    assert hivemind(base, "init", "evil").returncode == 0
+    (base / "home" / "tokens.json").write_text(json.dumps({"token": SECRET}))
+    (base / "evil" / ".hivemind").mkdir(exist_ok=True)
+    os.symlink("../../home/tokens.json", base / "evil" / ".hivemind" / "status.json")
+    subprocess.run(["git", "-C", "evil", "init", "-q"], cwd=base, check=True)
+    subprocess.run(["git", "-C", "evil", "add", "-f", ".hivemind"], cwd=base, check=True)
+    clone = git_clone(base, "evil")
+
+    status = hivemind(base, "status", "--json", str(clone))
+
+    assert status.returncode == 0, status.stderr
+    assert SECRET not in status.stdout
+    assert "status.json is not readable" in status.stdout

@@ -80,12 +80,17 @@ def _mailboxes(hive: Hive, agents: list[str]) -> dict[str, int]:
     return {name: Mailbox(hive, name).count_unread() for name in sorted(names)}
 
 
+_STATUS_BYTES = 16 * 1024 * 1024  # status.json of a daemon of thousands of agents
+
+
 def _daemon(hive: Hive) -> Any:
     """status.json, with `running` checked against the process: a killed daemon (SIGKILL,
     power loss) never wrote its last status, so the file alone still says running."""
     shown = hive.relative(hive.status_file)
-    try:
-        data = json.loads(hive.status_file.read_text("utf-8"))
+    try:  # never through a link (a cloned .hivemind/ may carry one), nor without end
+        fd = os.open(hive.status_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            data = json.loads(fh.read(_STATUS_BYTES))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
