@@ -35,7 +35,8 @@ def quarantine(hive: Hive, path: Path, reason: str) -> Path:
     # One line, whatever the reason text holds (a name in it may not be UTF-8).
     line = shown(" ".join(reason.split()))
     atomic_write(target.with_name(target.name + REASON_SUFFIX), line + "\n")
-    logger.warning("%s: rejected to %s: %s", where, hive.relative(target), line)
+    moved_to = f"{hive.relative(target.parent)}/{target.name}"  # a link: its own name
+    logger.warning("%s: rejected to %s: %s", where, shown(moved_to), line)
     return target
 
 
