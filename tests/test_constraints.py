@@ -24,7 +24,8 @@ def _pins() -> dict[str, str]:
 
 def _declared() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]]
+    declared = project["dependencies"] + project["optional-dependencies"]["dev"]
+    return [Requirement(r) for r in declared]
 
 
 def _quick_start() -> list[str]:
