@@ -12,10 +12,12 @@
         ├── BudgetError               the budget cannot hold what must be sent
         │   └── CriticalOverBudgetError   CRITICAL blocks alone exceed the budget
         ├── BudgetExhaustedError      an agent spent its daily / per-task tokens
-        ├── ModelError                the model API failed (after retries)
-        │   ├── ModelRateLimitError   429 / 529 that outlived the retries
-        │   ├── ModelConnectionError  network, timeout
-        │   └── ModelRequestError     4xx: the request itself was refused
+        ├── ModelError                the model API failed
+        │   ├── ModelUnavailableError transient: the agent waits and tries again
+        │   │   ├── ModelRateLimitError   429 / 529
+        │   │   └── ModelConnectionError  network, timeout, refused connection, 408
+        │   ├── ModelAccessError      401 / 403 / 404: no try will do; the agent pauses
+        │   └── ModelRequestError     other 4xx: this request was refused; its task fails
         ├── ToolError                 a tool call failed (fed back to the model)
         ├── StoreError                the long-term memory store failed
         ├── LockUnavailableError      the hive's filesystem cannot lock a file
@@ -108,22 +110,31 @@ class BudgetExhaustedError(RuntimeFailure):
 
 
 class ModelError(RuntimeFailure):
-    """The model API failed after the SDK's retries."""
+    """The model API failed (a kind below says what to do about it)."""
 
     retry_after: float | None = None
     """Seconds the API asked to wait (its retry-after), when it said."""
 
 
-class ModelRateLimitError(ModelError):
-    """Rate limited or overloaded (429 / 529) beyond the retries."""
+class ModelUnavailableError(ModelError):
+    """The model service is away for now (overloaded, 5xx, unreachable): wait, retry."""
 
 
-class ModelConnectionError(ModelError):
+class ModelRateLimitError(ModelUnavailableError):
+    """Rate limited or overloaded (429 / 529)."""
+
+
+class ModelConnectionError(ModelUnavailableError):
     """The model API could not be reached or timed out."""
 
 
+class ModelAccessError(ModelError):
+    """The key or the model is refused (401 / 403 / 404): the same agent cannot go on
+    until a person acts (a new key, another `model:`)."""
+
+
 class ModelRequestError(ModelError):
-    """The model API refused the request (4xx other than 429)."""
+    """The model API refused this request (4xx but 401/403/404/408/429): its fault."""
 
 
 class ToolError(RuntimeFailure):

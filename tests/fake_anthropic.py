@@ -7,6 +7,9 @@
 
 Replies are served from a script in order; when it is empty the answer is an
 `end_turn` "ok". Every request is recorded (path, headers, parsed JSON body).
+A real service also misbehaves: `reply_error` (any status, with or without a
+`retry-after`), `hang` (no answer at all), `outage` (every request fails for a
+while: a burst of 529s), `reset_connection`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -47,6 +51,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     reset: bool = False
+    hang: bool = False  # never answer (until the client gives up or the server closes)
 
 
 def message_body(
@@ -81,6 +86,16 @@ def error_body(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
 
+def error_reply(
+    status: int, error_type: str, message: str, retry_after: float | None = None
+) -> Reply:
+    """An error answer; with `retry_after` (seconds), a `retry-after` header says it."""
+    wait = ({"retry-after": f"{retry_after:g}"} if retry_after is not None
+            else {"retry-after-ms": RETRY_AFTER_MS})
+    return Reply(status=status, body=error_body(error_type, message),
+                 headers={**wait, "request-id": "req_fake"})
+
+
 class FakeAnthropic:
     """The server; a context manager. Thread-safe: handlers run in their own threads."""
 
@@ -89,6 +104,7 @@ class FakeAnthropic:
         # Answers requests when the script is empty: a "model" written as a function.
         self.responder: Callable[[Any], Reply] | None = None
         self._script: deque[Reply] = deque()
+        self._outage: tuple[float, Reply] | None = None  # (until when, the error)
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -150,15 +166,28 @@ class FakeAnthropic:
         content.append({"type": "tool_use", "id": id, "name": name, "input": input})
         return self.reply(Reply(body=message_body(content, stop_reason="tool_use", usage=usage)))
 
-    def reply_error(self, status: int, type: str, message: str, *, times: int = 1) -> FakeAnthropic:
-        return self.reply(
-            Reply(
-                status=status,
-                body=error_body(type, message),
-                headers={"retry-after-ms": RETRY_AFTER_MS, "request-id": "req_fake"},
-            ),
-            times=times,
-        )
+    def reply_error(
+        self, status: int, type: str, message: str, *, times: int = 1,
+        retry_after: float | None = None,
+    ) -> FakeAnthropic:
+        """An error reply; `retry_after` (seconds) sends a `retry-after` header, else a
+        short `retry-after-ms` keeps the SDK's own retries fast."""
+        return self.reply(error_reply(status, type, message, retry_after), times=times)
+
+    def hang(self, *, times: int = 1) -> FakeAnthropic:
+        """Requests that get no answer at all: only the client's timeout ends them."""
+        return self.reply(Reply(hang=True), times=times)
+
+    def outage(
+        self, seconds: float, status: int = 529, type: str = "overloaded_error",
+        message: str = "Overloaded", *, retry_after: float | None = None,
+    ) -> FakeAnthropic:
+        """Every /v1/messages request fails with `status` for the next `seconds` (before
+        the script): a burst, as a real outage comes."""
+        with self._lock:
+            until = time.monotonic() + seconds
+            self._outage = (until, error_reply(status, type, message, retry_after))
+        return self
 
     def reply_slow(self, seconds: float, text: str = "ok") -> FakeAnthropic:
         return self.reply(Reply(body=message_body([{"type": "text", "text": text}]), delay=seconds))
@@ -196,6 +225,8 @@ class FakeAnthropic:
 
     def _next_reply(self, request_body: Any = None) -> Reply:
         with self._lock:
+            if self._outage is not None and time.monotonic() < self._outage[0]:
+                return self._outage[1]
             if self._script:
                 return self._script.popleft()
         if self.responder is not None:
@@ -239,6 +270,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, error_body("not_found_error", f"no route {path}"))
 
     def _answer(self, reply: Reply, request_body: Any) -> None:
+        if reply.hang:
+            self.server.fake._closing.wait()
+            self.close_connection = True
+            return
         if reply.delay and self.server.fake._closing.wait(reply.delay):
             return  # the server is closing; the client has long given up
         if reply.reset:

@@ -12,10 +12,12 @@ import anthropic
 import pytest
 
 from hivemind.errors import (
+    ModelAccessError,
     ModelConnectionError,
     ModelError,
     ModelRateLimitError,
     ModelRequestError,
+    ModelUnavailableError,
 )
 from hivemind.llm.anthropic import AnthropicProvider
 from hivemind.llm.base import (
@@ -26,7 +28,7 @@ from hivemind.llm.base import (
     ToolResultsTurn,
     ToolSpec,
 )
-from tests.fake_anthropic import FakeAnthropic
+from tests.fake_anthropic import FakeAnthropic, Reply, error_body
 
 KEY = "sk-ant-api03-TESTKEY0123456789abcdefXYZ"
 CACHE = {"type": "ephemeral"}
@@ -350,31 +352,65 @@ async def test_persistent_server_error_is_a_model_error_not_a_rate_limit(
     api: FakeAnthropic,
 ) -> None:
     api.reply_error(500, "api_error", "Internal server error", times=5)
-    with pytest.raises(ModelError, match="HTTP 500") as caught:
+    with pytest.raises(ModelUnavailableError, match="HTTP 500") as caught:
         await complete_with(api, max_retries=1)
     assert not isinstance(caught.value, ModelRateLimitError | ModelRequestError)
 
 
 @pytest.mark.parametrize(
-    ("status", "error_type", "message", "hint"),
+    ("headers", "wait"),
+    [({"retry-after": "7"}, 7.0), ({"retry-after-ms": "2500"}, 2.5),
+     ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5), ({"retry-after": "soon"}, None),
+     ({}, None)],
+    ids=["seconds", "ms", "ms-first", "unreadable", "none"],
+)
+async def test_a_transient_error_carries_the_wait_the_api_asked_for(
+    api: FakeAnthropic, headers: dict[str, str], wait: float | None
+) -> None:
+    """Only `retry-after` in seconds was read; `retry-after-ms` was lost."""
+    api.reply(Reply(status=429, body=error_body("rate_limit_error", "slow down"),
+                    headers=headers))
+    with pytest.raises(ModelRateLimitError) as caught:
+        await complete_with(api, max_retries=0)
+    assert caught.value.retry_after == wait
+
+
+async def test_the_sdk_does_not_retry_by_default(api: FakeAnthropic) -> None:
+    """The daemon retries, visibly: one try per call, so a wait shows in status."""
+    api.reply_error(529, "overloaded_error", "Overloaded", times=5)
+    p = AnthropicProvider(api_key=KEY, base_url=api.base_url, timeout=5.0)
+    try:
+        with pytest.raises(ModelRateLimitError):
+            await p.complete(make_request())
+    finally:
+        await p.aclose()
+    assert len(api.message_requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "message", "hint", "kind"),
     [
         (400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum",
-         None),
+         None, ModelRequestError),
         (401, "authentication_error", "invalid x-api-key",
-         "(the API key was not accepted: check $ANTHROPIC_API_KEY)"),
+         "(the API key was not accepted: check $ANTHROPIC_API_KEY)", ModelAccessError),
         (403, "permission_error", "not allowed",
-         "(the key in $ANTHROPIC_API_KEY may not use this model or endpoint)"),
+         "(the key in $ANTHROPIC_API_KEY may not use this model or endpoint)", ModelAccessError),
         (404, "not_found_error", "model: claude-nope",
-         "(no such model or endpoint at 127.0.0.1:{port}: check `model:` in the ROM)"),
+         "(no such model or endpoint at 127.0.0.1:{port}: check `model:` in the ROM)",
+         ModelAccessError),
     ],
     ids=["too-long", "auth", "forbidden", "unknown-model"],
 )
-async def test_a_refused_request_raises_request_error_with_the_api_message(
-    api: FakeAnthropic, status: int, error_type: str, message: str, hint: str | None
+async def test_a_refused_request_raises_its_kind_with_the_api_message(
+    api: FakeAnthropic, status: int, error_type: str, message: str, hint: str | None,
+    kind: type[ModelError],
 ) -> None:
+    """The key or the model (the agent cannot go on) apart from this one request."""
     api.reply_error(status, error_type, message)
-    with pytest.raises(ModelRequestError) as caught:
+    with pytest.raises(kind) as caught:
         await complete_with(api)
+    assert not isinstance(caught.value, ModelUnavailableError)
     assert message in str(caught.value)
     assert f"HTTP {status}" in str(caught.value)
     assert len(api.message_requests) == 1, "a refused request is not retried"
@@ -395,7 +431,7 @@ async def test_a_refused_key_names_the_variable_it_came_from(api: FakeAnthropic)
     provider = make_provider(settings, env={"TEAM_CLAUDE_KEY": KEY})
     assert isinstance(provider, AnthropicProvider)
     try:
-        with pytest.raises(ModelRequestError, match=r"check \$TEAM_CLAUDE_KEY\)$"):
+        with pytest.raises(ModelAccessError, match=r"check \$TEAM_CLAUDE_KEY\)$"):
             await provider.complete(make_request())
     finally:
         await provider.aclose()
@@ -424,6 +460,14 @@ async def test_a_slow_answer_raises_connection_error_after_the_timeout(
     with pytest.raises(ModelConnectionError, match=r"within 0\.2 s"):
         await complete_with(api, timeout=0.2, max_retries=0)
     assert time.monotonic() - started < 2.0
+
+
+async def test_a_hung_request_is_a_transient_error_after_the_timeout(
+    api: FakeAnthropic,
+) -> None:
+    api.hang()
+    with pytest.raises(ModelUnavailableError, match=r"within 0\.3 s"):
+        await complete_with(api, timeout=0.3, max_retries=0)
 
 
 async def test_an_unreachable_endpoint_raises_connection_error() -> None:

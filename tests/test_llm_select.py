@@ -9,35 +9,29 @@ from hivemind.errors import ConfigError
 from hivemind.hive.models import DEFAULT_PRICES, Price, ProviderSettings
 from hivemind.llm.anthropic import AnthropicProvider
 from hivemind.llm.base import AssistantTurn, ToolResultsTurn, Turn, Usage
-from hivemind.llm.offline import OfflineProvider
 from hivemind.llm.pricing import estimate_cost
 from hivemind.llm.select import make_provider
 from tests.fake_anthropic import FakeAnthropic
+from tests.test_llm_anthropic import make_request
 
 
 @pytest.mark.parametrize(
-    ("name", "env", "expected"),
+    ("name", "env", "offline", "expected"),
     [
-        ("auto", {}, "offline"),
-        ("auto", {"ANTHROPIC_API_KEY": ""}, "offline"),
-        ("auto", {"ANTHROPIC_API_KEY": "  "}, "offline"),
-        ("auto", {"ANTHROPIC_API_KEY": "sk-test"}, "anthropic"),
-        ("offline", {"ANTHROPIC_API_KEY": "sk-test"}, "offline"),
-        ("anthropic", {"ANTHROPIC_API_KEY": "sk-test"}, "anthropic"),
+        ("auto", {"ANTHROPIC_API_KEY": "sk-test"}, False, "anthropic"),
+        ("auto", {"ANTHROPIC_AUTH_TOKEN": "tok"}, False, "anthropic"),
+        ("anthropic", {"ANTHROPIC_API_KEY": "sk-test"}, False, "anthropic"),
+        ("offline", {"ANTHROPIC_API_KEY": "sk-test"}, False, "offline"),
+        ("auto", {"ANTHROPIC_API_KEY": "sk-test"}, True, "offline"),
+        ("auto", {}, True, "offline"),
     ],
-    ids=[
-        "auto-no-key",
-        "auto-empty-key",
-        "auto-blank-key",
-        "auto-key",
-        "offline-forced",
-        "anthropic",
-    ],
+    ids=["key", "auth-token", "anthropic", "offline-in-hive-toml", "offline-flag",
+         "offline-flag-no-key"],
 )
-async def test_make_provider_picks_by_setting_and_env(
-    name: str, env: dict[str, str], expected: str
+async def test_make_provider_picks_by_setting_flag_and_env(
+    name: str, env: dict[str, str], offline: bool, expected: str
 ) -> None:
-    provider = make_provider(ProviderSettings(name=name), env)
+    provider = make_provider(ProviderSettings(name=name), env, offline=offline)
     try:
         assert provider.name == expected
         assert provider.offline is (expected == "offline")
@@ -45,18 +39,55 @@ async def test_make_provider_picks_by_setting_and_env(
         await provider.aclose()
 
 
-def test_anthropic_without_a_key_says_which_variable_to_set() -> None:
-    with pytest.raises(ConfigError, match="MY_KEY"):
+@pytest.mark.parametrize("name", ["auto", "anthropic"])
+@pytest.mark.parametrize(
+    "env", [{}, {"ANTHROPIC_API_KEY": ""}, {"ANTHROPIC_API_KEY": "  "}],
+    ids=["no-key", "empty-key", "blank-key"],
+)
+def test_without_credentials_nothing_runs_offline_unasked(name: str, env: dict[str, str]) -> None:
+    """No key used to mean the offline provider, quietly, even for agents whose ROM names
+    a model: real tasks ended in done/ with mechanical results."""
+    with pytest.raises(ConfigError) as caught:
+        make_provider(ProviderSettings(name=name), env)
+    said = str(caught.value)
+    assert "\n" not in said
+    assert "$ANTHROPIC_API_KEY" in said and "$ANTHROPIC_AUTH_TOKEN" in said
+    assert "--offline" in said
+
+
+def test_a_missing_key_names_the_variable_hive_toml_names() -> None:
+    with pytest.raises(ConfigError, match=r"\$MY_KEY \(or \$ANTHROPIC_AUTH_TOKEN\)"):
         make_provider(ProviderSettings(name="anthropic", api_key_env="MY_KEY"), {})
 
 
+async def sent_authorization(env: dict[str, str], api_key_env: str = "ANTHROPIC_API_KEY") -> str:
+    """The Authorization header a request carries, with the credentials of `env`."""
+    with FakeAnthropic() as api:
+        settings = ProviderSettings(api_key_env=api_key_env, base_url=api.base_url)
+        provider = make_provider(settings, env)
+        try:
+            await provider.complete(make_request())
+        finally:
+            await provider.aclose()
+        return api.requests[-1].headers["authorization"]
+
+
 async def test_the_key_comes_from_the_configured_variable() -> None:
-    settings = ProviderSettings(api_key_env="MY_KEY")
-    provider = make_provider(settings, {"ANTHROPIC_API_KEY": "sk-other"})
-    assert isinstance(provider, OfflineProvider)
-    provider = make_provider(settings, {"MY_KEY": "sk-mine"})
-    assert isinstance(provider, AnthropicProvider)
-    await provider.aclose()
+    with pytest.raises(ConfigError):
+        make_provider(ProviderSettings(api_key_env="MY_KEY"), {"ANTHROPIC_API_KEY": "sk-other"})
+    env = {"MY_KEY": "sk-mine", "ANTHROPIC_API_KEY": "sk-other"}
+    assert await sent_authorization(env, "MY_KEY") == "Bearer sk-mine"
+
+
+@pytest.mark.parametrize(
+    ("env", "sent"),
+    [({"ANTHROPIC_AUTH_TOKEN": "tok-1"}, "Bearer tok-1"),
+     ({"ANTHROPIC_AUTH_TOKEN": "tok-1", "ANTHROPIC_API_KEY": "sk-2"}, "Bearer sk-2")],
+    ids=["token-alone", "key-wins"],
+)
+async def test_an_auth_token_is_sent_as_the_sdk_sends_it(env: dict[str, str], sent: str) -> None:
+    """ANTHROPIC_AUTH_TOKEN was ignored: with it alone, the run went offline."""
+    assert await sent_authorization(env) == sent
 
 
 @pytest.mark.parametrize(

@@ -31,10 +31,10 @@ from hivemind.cli.common import (
 from hivemind.daemon.configwatch import read_hive_toml
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.status import IdleState, RunTotals
-from hivemind.hive.config import LoadedConfig, load_config, read_config_bytes
+from hivemind.hive.config import LoadedConfig, load_config, load_hive_config, read_config_bytes
 from hivemind.hive.layout import Hive
 from hivemind.hive.trust import ignored_line
-from hivemind.llm.select import BASE_URL_ENV, make_provider
+from hivemind.llm.select import BASE_URL_ENV, credential, make_provider, wants_offline
 
 SCRATCH_PARTS = ("hive.toml", "agents", "knowledge", "tasks", "mailboxes", "workspace")
 
@@ -136,6 +136,11 @@ def register(app: typer.Typer) -> None:
             typer.Option("--json", help="At the end, print the run's summary as JSON (and no "
                          "line per cycle); notices go to stderr."),
         ] = False,
+        offline: Annotated[
+            bool,
+            typer.Option("--offline", help="Use the offline provider: no model is called; "
+                         "agents work mechanically and every output says so."),
+        ] = False,
         workers: Annotated[
             int | None,
             typer.Option(
@@ -148,12 +153,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the hive: agents wake when tasks, mail or their ROM change, and think.
 
-        Without ANTHROPIC_API_KEY the offline provider runs instead of Claude: no model is
+        Claude needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); with --offline no model is
         called and every output says so. Stop with Ctrl-C; in-flight cycles finish first.
         """
         hive = original = resolve_hive(folder_given(directory, hive_opt))
         names = _agents_to_run(agents, hive)
         out = err_console if as_json else console  # stdout holds the JSON alone
+        settings = load_hive_config(hive).provider
+        if not wants_offline(settings, offline):
+            credential(settings)  # none and no --offline: refused before anything runs
         if scratch:
             hive = scratch_copy(hive)
             out.print(f"running on a scratch copy: {hive.root}", highlight=False)
@@ -162,16 +170,16 @@ def register(app: typer.Typer) -> None:
         config = loaded.config
         for line in _provider_lines(loaded, hive.relative(hive.config_file)):
             out.print(Text(line, style="yellow"), soft_wrap=True)
-        provider = make_provider(config.provider)
+        provider = make_provider(config.provider, offline=offline)
         if provider.offline:
+            asked = "--offline" if offline else '[provider] name = "offline" in hive.toml'
             out.print(
-                "[bold yellow]OFFLINE PROVIDER[/] — no API key "
-                f"(${config.provider.api_key_env}) is set, so no model is called: agents "
+                f"[bold yellow]OFFLINE PROVIDER[/] ({asked}): no model is called: agents "
                 "acknowledge, summarise and complete tasks mechanically, and every output "
                 "is marked \\[offline].",
                 highlight=False,
             )
-        secret = os.environ.get(config.provider.api_key_env, "")
+        secret = "" if provider.offline else credential(config.provider)[1]
         daemon = Daemon(
             hive, config, provider,
             RunOptions(until_idle=until_idle, agents=names, max_cycles=max_cycles, poll=poll,

@@ -266,6 +266,11 @@ class DaemonSettings(BaseModel):
             return value
         raise ValueError('must be "auto" or a number of processes from 1 to 64')
 
+    give_up_after: float = Field(
+        default=900.0, ge=0,
+        description="seconds `run --until-idle` keeps waiting for a model service that is "
+        "away (overloaded, unreachable) before it stops, exit code 3",
+    )
     fsync: bool = Field(
         default=True,
         description="flush every task move, delivery and audit line to disk; false keeps "
@@ -299,7 +304,11 @@ class ProviderSettings(BaseModel):
         default="ANTHROPIC_API_KEY",
         description="the variable sent as the key; another applies once you run `hivemind trust`")
     timeout: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=2, ge=0)
+    max_retries: int = Field(
+        default=0, ge=0,
+        description="the SDK's own quick retries inside one call; 0: the daemon retries "
+        "with back-off itself, and the agent's wait shows in `hivemind status`",
+    )
 
 
 class Price(BaseModel):

@@ -26,10 +26,12 @@ from anthropic.types import (
 )
 
 from hivemind.errors import (
+    ModelAccessError,
     ModelConnectionError,
     ModelError,
     ModelRateLimitError,
     ModelRequestError,
+    ModelUnavailableError,
 )
 from hivemind.llm.base import (
     AssistantTurn,
@@ -103,13 +105,17 @@ def _tool_use_block(call: ToolCall) -> ToolUseBlockParam:
     return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
 
 
-def _retry_after(header: str | None) -> float | None:
-    """Seconds from a retry-after header given in seconds (a date is not used)."""
-    try:
-        seconds = float(header) if header else None
-    except ValueError:
-        return None
-    return seconds if seconds is not None and 0 < seconds < 86_400 else None
+def _retry_after(headers: Any) -> float | None:
+    """Seconds the API asks to wait: `retry-after-ms`, else `retry-after` in seconds (a
+    date is not used)."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            seconds = float(headers.get(name) or "nan") / scale
+        except (TypeError, ValueError):
+            continue
+        if 0 < seconds < 86_400:
+            return seconds
+    return None
 
 
 def _tool_call(call_id: str, name: str, given: object) -> ToolCall:
@@ -149,7 +155,11 @@ def response_from_message(message: Message) -> ModelResponse:
 
 
 class AnthropicProvider:
-    """Claude through the Messages API; the SDK retries, we translate what is left."""
+    """Claude through the Messages API; errors come out translated, with their kind.
+
+    The SDK's own retries are off by default (`max_retries=0`): the daemon retries a
+    transient failure itself, so the agent's wait shows in status and counts towards
+    `[daemon] give_up_after`, instead of hiding inside one call."""
 
     name = "anthropic"
     offline = False
@@ -159,14 +169,18 @@ class AnthropicProvider:
         api_key: str,
         base_url: str | None = None,
         timeout: float = 120.0,
-        max_retries: int = 2,
+        max_retries: int = 0,
         key_env: str = "ANTHROPIC_API_KEY",
+        *,
+        bearer: bool = False,
     ) -> None:
         self._api_key = api_key
         self._key_env = key_env  # named in the hint when the key is refused
         self._timeout = timeout
+        # `bearer`: an auth token (ANTHROPIC_AUTH_TOKEN), handed to the SDK as one.
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            api_key=None if bearer else api_key, auth_token=api_key if bearer else None,
+            base_url=base_url, timeout=timeout, max_retries=max_retries,
         )
 
     @property
@@ -196,7 +210,7 @@ class AnthropicProvider:
             return response_from_message(message)
         except (AttributeError, TypeError, ValueError) as e:
             # The SDK does not validate answers; a proxy may return any JSON.
-            raise ModelError(
+            raise ModelUnavailableError(
                 f"{request.model}: the answer from {self.endpoint} is not a Messages reply: "
                 f"{self._redact(str(e))}"
             ) from e
@@ -207,28 +221,13 @@ class AnthropicProvider:
 
     @contextmanager
     def _map_api_errors(self, model: str) -> Iterator[None]:
-        """Turn whatever the SDK raises after its retries into our `ModelError` tree."""
+        """Turn whatever the SDK raises into our `ModelError` tree, by kind: transient
+        (`ModelUnavailableError`), the agent's access (`ModelAccessError`) or this
+        request (`ModelRequestError`)."""
         try:
             yield
         except anthropic.APIStatusError as e:
-            status = e.status_code
-            detail = self._redact(e.api_message or e.message)
-            prefix = f"{model}: HTTP {status}"
-            if status in (429, 529):
-                what = "rate limited" if status == 429 else "overloaded"
-                wait = _retry_after(e.response.headers.get("retry-after"))
-                asked = f" (it asks to wait {wait:g} s)" if wait is not None else ""
-                limited = ModelRateLimitError(f"{prefix} {what} after retries{asked}: {detail}")
-                limited.retry_after = wait
-                raise limited from e
-            if status == 408:
-                raise ModelConnectionError(f"{prefix} request timeout: {detail}") from e
-            if 400 <= status < 500:
-                hint = self._hint(status)
-                raise ModelRequestError(
-                    f"{prefix} request refused: {detail}" + (f" ({hint})" if hint else "")
-                ) from e
-            raise ModelError(f"{prefix} server error after retries: {detail}") from e
+            raise self._status_error(model, e) from e
         except anthropic.APITimeoutError as e:
             tries = self._client.max_retries + 1
             raise ModelConnectionError(
@@ -242,11 +241,33 @@ class AnthropicProvider:
                 f"{model}: connection to {self.endpoint} failed: {reason}"
             ) from e
         except json.JSONDecodeError as e:
-            raise ModelError(
+            raise ModelUnavailableError(
                 f"{model}: the answer from {self.endpoint} is not JSON: {self._redact(str(e))}"
             ) from e
         except anthropic.AnthropicError as e:
             raise ModelError(f"{model}: {self._redact(str(e))}") from e
+
+    def _status_error(self, model: str, e: anthropic.APIStatusError) -> ModelError:
+        """The error of an HTTP error status, of the kind its status says."""
+        status = e.status_code
+        detail = self._redact(e.api_message or e.message)
+        prefix = f"{model}: HTTP {status}"
+        wait = _retry_after(e.response.headers)
+        error: ModelError
+        if status in (429, 529):
+            what = "rate limited" if status == 429 else "overloaded"
+            asked = f" (it asks to wait {wait:g} s)" if wait is not None else ""
+            error = ModelRateLimitError(f"{prefix} {what}{asked}: {detail}")
+        elif status == 408:
+            error = ModelConnectionError(f"{prefix} request timeout: {detail}")
+        elif status in (401, 403, 404):
+            error = ModelAccessError(f"{prefix} request refused: {detail} ({self._hint(status)})")
+        elif 400 <= status < 500:
+            error = ModelRequestError(f"{prefix} request refused: {detail}")
+        else:
+            error = ModelUnavailableError(f"{prefix} server error: {detail}")
+        error.retry_after = wait if isinstance(error, ModelUnavailableError) else None
+        return error
 
     def _hint(self, status: int) -> str:
         """What a person can do about a refusal that no retry will change."""

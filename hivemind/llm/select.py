@@ -14,18 +14,38 @@ from hivemind.llm.base import Provider
 from hivemind.llm.offline import OfflineProvider
 
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+AUTH_TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
 
 
-def make_provider(settings: ProviderSettings, env: Mapping[str, str] = os.environ) -> Provider:
-    """`offline`, `anthropic` (a key is required) or `auto` (Anthropic when the key is set)."""
-    key = env.get(settings.api_key_env, "").strip()
-    if settings.name == "offline" or (settings.name == "auto" and not key):
+def credential(
+    settings: ProviderSettings, env: Mapping[str, str] = os.environ
+) -> tuple[str, str]:
+    """(the variable, its value) of the credential to send, as the SDK picks it: the API
+    key first, else a bearer token; a one-line refusal when neither is set."""
+    for name in (settings.api_key_env, AUTH_TOKEN_ENV):
+        value = env.get(name, "").strip()
+        if value:
+            return name, value
+    raise ConfigError(
+        f"no model credentials: set ${settings.api_key_env} (or ${AUTH_TOKEN_ENV}), or run "
+        'with --offline (or set [provider] name = "offline" in hive.toml) to use the offline '
+        "provider, which calls no model"
+    )
+
+
+def wants_offline(settings: ProviderSettings, offline: bool = False) -> bool:
+    """True if the offline provider was asked for: `--offline` or `name = "offline"`."""
+    return offline or settings.name == "offline"
+
+
+def make_provider(
+    settings: ProviderSettings, env: Mapping[str, str] = os.environ, *, offline: bool = False
+) -> Provider:
+    """The offline provider only when asked (`offline`, or `[provider] name = "offline"`);
+    else Anthropic, which needs credentials: without them, a one-line refusal."""
+    if wants_offline(settings, offline):
         return OfflineProvider()
-    if not key:
-        raise ConfigError(
-            f"provider 'anthropic' needs an API key: set the environment variable "
-            f'{settings.api_key_env} (or set [provider] name = "offline" in hive.toml)'
-        )
+    key_env, key = credential(settings, env)
     # The SDK takes seconds to import: only pay for it when a key says we need it.
     from hivemind.llm.anthropic import AnthropicProvider
 
@@ -40,5 +60,6 @@ def make_provider(settings: ProviderSettings, env: Mapping[str, str] = os.enviro
         base_url=base_url,
         timeout=settings.timeout,
         max_retries=settings.max_retries,
-        key_env=settings.api_key_env,
+        key_env=key_env,
+        bearer=key_env == AUTH_TOKEN_ENV,
     )
