@@ -123,7 +123,7 @@ def cli(hive: Hive, log: Path, *args: str) -> subprocess.Popen[bytes]:
     """`hivemind run <hive> ARGS` as a subprocess, its output going to `log`."""
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "hivemind", "run", str(hive.root), *args],
+            [sys.executable, "-m", "hivemind", "run", str(hive.root), "--offline", *args],
             env=env_without_key(), stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
         )
 

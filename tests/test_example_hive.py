@@ -1,6 +1,6 @@
-"""The README's quick start, `hivemind run --until-idle --scratch`, on the repository's own
-example hive (three agents, three tasks), offline: run as a user runs it, in a copy of the
-hive's files, twice; the copy's own files are never touched."""
+"""The README's quick start, `hivemind run --until-idle --scratch --offline`, on the
+repository's own example hive (three agents, three tasks): run as a user runs it, in a
+copy of the hive's files, twice; the copy's own files are never touched."""
 
 from __future__ import annotations
 
@@ -58,14 +58,14 @@ def listing(root: Path) -> dict[str, str]:
     return out
 
 
-def quick_start(hive_dir: Path) -> subprocess.CompletedProcess[str]:
-    """`hivemind run --until-idle --scratch` in the hive's folder, with no API key."""
+def quick_start(hive_dir: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """`hivemind run --until-idle --scratch FLAGS` in the hive's folder, with no API key."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "HIVEMIND_HIVE")}
+           if not k.startswith("ANTHROPIC_") and k != "HIVEMIND_HIVE"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env["COLUMNS"] = "200"
     return subprocess.run(
-        [sys.executable, "-m", "hivemind", "run", "--until-idle", "--scratch"],
+        [sys.executable, "-m", "hivemind", "run", "--until-idle", "--scratch", *flags],
         cwd=hive_dir, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT,
         check=False,  # the exit code is asserted, with the output
     )
@@ -134,8 +134,27 @@ def test_the_quick_start_runs_the_example_hive_again_and_again(tmp_path: Path) -
     assert len(list((hive_dir / "tasks").glob("*.md"))) == 3
     before = listing(hive_dir)
 
-    check_run(hive_dir, quick_start(hive_dir))
-    check_run(hive_dir, quick_start(hive_dir))  # a fresh scratch copy: the same outcome
+    check_run(hive_dir, quick_start(hive_dir, "--offline"))
+    # A fresh scratch copy: the same outcome.
+    check_run(hive_dir, quick_start(hive_dir, "--offline"))
 
     assert listing(hive_dir) == before  # only .hivemind/ changed
     assert sorted(p.name for p in (hive_dir / ".hivemind").iterdir()) == ["scratch"]
+
+
+def test_without_a_key_or_offline_the_run_is_refused_in_one_line(tmp_path: Path) -> None:
+    """No key used to mean the offline provider, unasked: real tasks ended in done/ with
+    mechanical results."""
+    hive_dir = example_copy(tmp_path / "example")
+    before = listing(hive_dir)
+
+    run = quick_start(hive_dir)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout == ""
+    err = run.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert err.startswith("error: no model credentials")
+    for named in ("$ANTHROPIC_API_KEY", "$ANTHROPIC_AUTH_TOKEN", "--offline"):
+        assert named in err
+    assert listing(hive_dir) == before  # nothing copied, nothing run

@@ -27,7 +27,7 @@ def env_without_key() -> dict[str, str]:
 
 def start(hive: Hive, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "hivemind", "run", str(hive.root), "--quiet", *args],
+        [sys.executable, "-m", "hivemind", "run", str(hive.root), "--quiet", "--offline", *args],
         env=env_without_key(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
 
@@ -53,7 +53,7 @@ def test_a_second_daemon_refuses_and_names_the_first_ones_pid(hive: Hive) -> Non
     try:
         wait_running(hive, first)
         second = subprocess.run(
-            [sys.executable, "-m", "hivemind", "run", str(hive.root), "--until-idle"],
+            [sys.executable, "-m", "hivemind", "run", str(hive.root), "--until-idle", "--offline"],
             check=False, env=env_without_key(), capture_output=True, timeout=60,
         )
         err = second.stderr.decode().strip()

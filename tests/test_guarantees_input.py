@@ -159,7 +159,7 @@ def test_the_cli_says_which_file_is_in_the_way_without_a_traceback(tmp_path: Pat
     hive.done_dir.rmdir()
     hive.done_dir.write_text("oops\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "hivemind", "run", str(hive.root), "--until-idle"],
+        [sys.executable, "-m", "hivemind", "run", str(hive.root), "--until-idle", "--offline"],
         check=False, capture_output=True, timeout=60,
         env={k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
     )

@@ -381,7 +381,7 @@ def test_status_json_says_a_killed_daemon_is_not_running(cli: typer.Typer, hive_
     status_file = hive_dir / ".hivemind" / "status.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     daemon = subprocess.Popen(
-        [sys.executable, "-m", "hivemind", "run", str(hive_dir), "--quiet"],
+        [sys.executable, "-m", "hivemind", "run", str(hive_dir), "--quiet", "--offline"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
