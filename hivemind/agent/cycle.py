@@ -18,6 +18,7 @@ from typing import Any
 
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.budget import BudgetTracker, start_of_day
+from hivemind.agent.model_failure import fail_refused_tasks, note_model_error
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
@@ -25,13 +26,7 @@ from hivemind.agent.restore import restore_history
 from hivemind.agent.services import HISTORY_KEPT, HiveServices
 from hivemind.agent.shelf import KnowledgeShelf
 from hivemind.agent.toolrun import ToolRunner, short
-from hivemind.errors import (
-    ConfigError,
-    ModelError,
-    ModelRequestError,
-    UnknownAgentError,
-    UserError,
-)
+from hivemind.errors import ConfigError, ModelError, UnknownAgentError, UserError
 from hivemind.hive.atomic import LoopFlusher, fsync_all
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
@@ -91,6 +86,7 @@ class CycleReport:
     stop_reason: str | None = None  # of the model's last reply
     retry: bool = False
     retry_after: float | None = None  # seconds the API asked to wait before a retry
+    model_failure: str | None = None  # the kind of a provider error (`model_failure`)
     started: float = field(default_factory=time.perf_counter)
 
     @property
@@ -349,11 +345,9 @@ class Agent:
         try:
             await self._rounds(cfg, request, report, task_ids, ctx, calls, said)
         except ModelError as exc:
-            report.error = f"{type(exc).__name__}: {exc}"
-            # A refused request (a bad key, no such model, too large) is not tried again
-            # until something new comes: the same request would be refused again.
-            report.retry = not isinstance(exc, ModelRequestError)
-            report.retry_after = exc.retry_after
+            note_model_error(report, exc)
+            if fail_refused_tasks(self.s.board, self.name, ctx.active_tasks, report):
+                self.s.task_changed()
         finally:
             self.audit.kick()
             if not _cancelling():
@@ -421,10 +415,10 @@ class Agent:
     async def _record_flushed(
         self, p: Perception, report: CycleReport, calls: list[dict[str, Any]]
     ) -> bool:
-        """True once the record is on disk if the cycle's mail moves to cur/ after it.
-        Otherwise nothing waits on it: its flush overlaps what comes next (a kill loses
-        nothing written; `settle` waits for it at the end) and False is returned."""
-        if p.unread and (not report.retry or calls):
+        """True once the record is on disk if the cycle's mail moves to cur/ after it
+        (never after a provider error: the model's turn did not end). Otherwise nothing
+        waits on it: its flush overlaps what comes next and False is returned."""
+        if p.unread and report.model_failure is None and (not report.retry or calls):
             await self.audit.flushed()
             return True
         self._flush_in_background()
