@@ -229,13 +229,14 @@ def test_429_and_529_are_retried(hive: Hive) -> None:
 
 
 def test_persistent_failure_leaves_task_active_and_visible(hive: Hive) -> None:
+    hive.config_file.write_text("[daemon]\ngive_up_after = 1.0\n")
     write_agent(hive, "worker")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
-        api.reply_error(529, "overloaded_error", "Overloaded", times=100)
+        api.reply_error(529, "overloaded_error", "Overloaded", times=1000)
         daemon = run_until_idle(hive, provider(api, retries=0), backoff=0.01)
 
-    assert daemon.exit_reason == "stalled"
+    assert daemon.exit_reason == "model-unavailable"
     assert (hive.active_dir_for("worker") / "t1.md").exists()
     errors = [r["error"] for r in audit(hive, "worker") if r["event"] == "cycle"]
     assert len(errors) >= 3 and all("529" in e or "verloaded" in e for e in errors)

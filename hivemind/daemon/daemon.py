@@ -20,6 +20,7 @@ from pathlib import Path
 from hivemind.agent.cycle import DAY_SPENT, Agent, CycleReport
 from hivemind.agent.perceive import matches_any
 from hivemind.agent.services import HiveServices
+from hivemind.daemon import outage
 from hivemind.daemon.configwatch import read_hive_toml, watch_hive_toml
 from hivemind.daemon.dispatch import Dispatcher
 from hivemind.daemon.gctune import daemon_gc_pace
@@ -41,8 +42,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["Daemon", "RunOptions"]
 
-BACKOFF_MAX = 300.0
-GIVE_UP_WHEN_IDLE = 3  # failed cycles in a row before --until-idle stops waiting
 CONFIGS_TTL = 1.0  # routing re-reads the ROMs at least this often
 FIGURES_TTL = 2.0  # hive figures (tasks per state) in STATUS blocks are this fresh
 FULL_DISPATCH_EVERY = 12  # rescan intervals between full listings of tasks/ by dispatch
@@ -145,9 +144,15 @@ class Daemon(WorkerLead):
             self._configs_cache, self._configs_at = out, now
         return self._configs_cache
 
+    def forget_configs(self) -> None:
+        """Routing changed (an agent paused or resumed): read the configs and dispatch."""
+        self._configs_cache = None
+        self.request_dispatch()
+
     def _away(self) -> dict[str, str]:
         """Why agents that run take no work now, for the waiting list (after `_configs`)."""
-        away = dict.fromkeys(self._paused(), "is paused: its daily token budget is spent")
+        away = {n: "is paused: " + (self.runners[n].model_pause or "its daily token budget "
+                                   "is spent") for n in self._paused()}
         away.update(dict.fromkeys(
             self._unfinishing,
             "cannot finish a task: its ROM's tools: allow neither complete_task nor fail_task",
@@ -155,9 +160,10 @@ class Daemon(WorkerLead):
         return away
 
     def _paused(self) -> set[str]:
-        """The agents paused today: their daily budget is spent (see `_after_cycle`)."""
+        """The agents paused: their daily budget is spent today, or the model API refused
+        their key or model (see `_after_cycle`)."""
         today = utcnow().date()
-        return {name for name, r in self.runners.items() if r.paused_on == today}
+        return {n for n, r in self.runners.items() if r.paused_on == today or r.model_pause}
 
     def _figures(self) -> dict[str, object]:
         """Hive figures for STATUS blocks, computed at most every FIGURES_TTL seconds."""
@@ -319,6 +325,9 @@ class Daemon(WorkerLead):
                 heartbeat = cfg.heartbeat if cfg is not None and cfg.heartbeat > 0 else None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(runner.wake.wait(), timeout=heartbeat)
+            if runner.model_pause is not None and not runner.stop:
+                runner.wake.clear()  # no cycle until its ROM is edited (see `_handle`)
+                continue
             if runner.stop or not await self._take_cycle(runner):
                 break
             runner.wake.clear()
@@ -334,12 +343,12 @@ class Daemon(WorkerLead):
                     self._count(runner.agent.recorded)
                 raise
             except OSError as exc:
-                report = self._broken_cycle(runner, exc)
+                report = outage.broken_cycle(runner.agent, exc)
             except Exception as exc:  # a bug of ours: this agent's cycle fails, not the hive
                 logger.exception("%s: a cycle failed on a bug in hivemind; it is retried "
                                  "after a back-off and the other agents go on (please "
                                  "report it)", runner.agent.name)
-                report = self._broken_cycle(runner, exc)
+                report = outage.broken_cycle(runner.agent, exc)
             finally:
                 runner.busy = False
                 self._in_flight -= 1
@@ -414,16 +423,6 @@ class Daemon(WorkerLead):
             )
             self.request_dispatch()
 
-    def _broken_cycle(self, runner: AgentRunner, exc: Exception) -> CycleReport:
-        """The filesystem failed under a cycle (a folder replaced by a file, a full disk),
-        or a bug did: the cycle fails visibly and is retried after its back-off; the
-        daemon stays up."""
-        agent = runner.agent
-        agent.last_error = f"{type(exc).__name__}: {exc}"
-        with contextlib.suppress(OSError):
-            agent.audit.append("error", cycle=agent.cycle_no, error=agent.last_error)
-        return CycleReport(agent=agent.name, ran=True, error=agent.last_error, retry=True)
-
     def _count(self, report: CycleReport) -> None:
         self.totals.add(report)
         if self._on_cycle is not None:
@@ -443,14 +442,10 @@ class Daemon(WorkerLead):
         self._count(report)
         if self.options.max_cycles is not None and self.totals.cycles >= self.options.max_cycles:
             self.stop("max-cycles")  # failed cycles count: each may have cost tokens
-        if report.retry:
-            runner.failures += 1
-            backoff = min(BACKOFF_MAX, self.options.backoff * 2 ** (runner.failures - 1))
-            # Never sooner than the API asked (its retry-after), however early the back-off.
-            backoff = max(backoff, report.retry_after or 0.0)
-            runner.retry_at = time.monotonic() + backoff
+        if report.model_failure == "access":
+            outage.pause_for_model(self, runner, report)
+        if outage.schedule_retry(runner, report, self.options.backoff):
             return
-        runner.failures = 0
         self._last_activity = time.monotonic()
         self.request_dispatch()  # tasks finished: others may be claimable now
 
@@ -521,6 +516,7 @@ class Daemon(WorkerLead):
             if not self.services.board.has_read(event.path):
                 self.wake_agents([name])
         elif kind in (HiveEventKind.MAIL_ARRIVED, HiveEventKind.ROM_CHANGED) and name:
+            outage.lift_pause(self.hive, self.runners.get(name))  # (an edit lifts a pause)
             self.wake_agents([name])
             if kind is HiveEventKind.ROM_CHANGED:
                 # Routing may have changed (skills, accepts_unassigned): tasks no agent
@@ -553,11 +549,11 @@ class Daemon(WorkerLead):
 
     async def _idle_loop(self) -> None:
         """With --until-idle: stop when no work is left, or nothing can move any more."""
-        settle = self.options.idle_settle
+        settle, give_up_after = self.options.idle_settle, self.config.daemon.give_up_after
         while not self.stopping.is_set():
             await asyncio.sleep(settle / 3)
             if self._dispatch_wanted.is_set() or self._retiring or any(
-                r.busy or r.wake.is_set() or (r.retry_at and r.failures < GIVE_UP_WHEN_IDLE)
+                r.busy or r.wake.is_set() or outage.still_trying(r, give_up_after)
                 for r in self.runners.values()
             ):
                 continue
@@ -568,5 +564,5 @@ class Daemon(WorkerLead):
                 self.stop("idle")
             elif time.monotonic() - self._last_activity > max(2.0, 4 * settle):
                 self.stalled = state
-                self.stop("stalled")
+                self.stop(outage.stall_reason(self.runners.values()))
 

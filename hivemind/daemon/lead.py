@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from hivemind.agent.cycle import Agent, CycleReport
 from hivemind.agent.services import HiveServices
+from hivemind.daemon.outage import broken_cycle
 from hivemind.daemon.runner import AgentRunner, RunOptions
 from hivemind.daemon.status import RunTotals
 from hivemind.daemon.worker_process import WorkerSpec
@@ -49,7 +50,6 @@ class WorkerLead:
         def request_dispatch(self) -> None: ...
         def wake_agents(self, names: list[str]) -> None: ...
         def _after_cycle(self, runner: AgentRunner, report: CycleReport) -> None: ...
-        def _broken_cycle(self, runner: AgentRunner, exc: Exception) -> CycleReport: ...
 
     def _spread(self, names: list[str]) -> list[str]:
         """Deal the agents out over the processes and start the workers; returns the
@@ -104,7 +104,7 @@ class WorkerLead:
         if isinstance(outcome, WorkerCrashedError):
             report = self._crashed(runner, outcome)
         elif isinstance(outcome, Exception):
-            report = self._broken_cycle(runner, outcome)
+            report = broken_cycle(runner.agent, outcome)
         else:
             report = outcome
         self._after_cycle(runner, report)
@@ -118,7 +118,7 @@ class WorkerLead:
             "after a back-off and the other agents go on (please report it)\n%s",
             runner.agent.name, exc.pid, exc.where.rstrip(),
         )
-        return self._broken_cycle(runner, exc.error)
+        return broken_cycle(runner.agent, exc.error)
 
     def _worker_lost(self, link: WorkerLink) -> None:
         """A worker's pipe closed: see to its end (off the pipe's callback)."""

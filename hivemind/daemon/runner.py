@@ -34,3 +34,6 @@ class AgentRunner:
     stop: bool = False
     worker: WorkerLink | None = None  # the process that runs its cycles (None: this one)
     paused_on: date | None = None  # the UTC day its daily budget ran out: no new work
+    model_wait_since: float | None = None  # (monotonic) first try the model service failed
+    model_pause: str | None = None  # why the model API refused it (see `outage`): no cycles
+    paused_rom: str = ""  # its ROM's version then: an edit lifts the pause

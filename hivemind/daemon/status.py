@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hivemind.agent.cycle import CycleReport
+from hivemind.daemon.outage import agent_state
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.llm.base import Usage
@@ -122,10 +123,8 @@ class StatusWriter:
         for name, runner in d.runners.items():
             a = runner.agent
             agents[name] = {
-                "state": (
-                    "thinking" if runner.busy else "error" if a.last_error else
-                    "paused" if a.budget.paused_today() else "idle"
-                ),
+                "state": agent_state(runner),
+                "paused_because": runner.model_pause,
                 "cycles": a.cycle_no,
                 "last_error": a.last_error,
                 "config_error": a.config_error,
