@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -12,12 +13,15 @@ from typer.testing import CliRunner, Result
 from hivemind.cli.app import app
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
+from tests import scripted_model
+from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import CountingProvider, fast_config, write_agent, write_task
 
 
 def run(hive: Hive, *args: str) -> Result:
     hive.config_file.write_text("[daemon]\nsettle_time = 0.0\n")
-    return CliRunner().invoke(app, ["run", str(hive.root), "--until-idle", "--quiet", *args])
+    return CliRunner().invoke(
+        app, ["run", str(hive.root), "--until-idle", "--quiet", "--offline", *args])
 
 
 def done_by(hive: Hive) -> dict[str, str]:
@@ -117,7 +121,7 @@ def test_until_idle_prints_a_summary_of_the_run(hive: Hive) -> None:
 
 
 def test_the_stall_line_names_what_is_left_plainly() -> None:
-    from hivemind.cli.run_cmd import _stall_text
+    from hivemind.cli.run_summary import stall_text as _stall_text
     from hivemind.daemon.status import IdleState
 
     waiting = [(f"t{i}", f"waits for [dep{i}]") for i in range(12)]
@@ -173,3 +177,55 @@ def test_run_json_prints_the_summary_alone_on_stdout(hive: Hive) -> None:
     assert summary["waiting"] == [{"task": "for-bob", "why": "waits for missing"}]
     assert summary["last_errors"] == {}
     assert "OFFLINE PROVIDER" in result.stderr
+
+
+# -- the exit code and the summary say what happened ------------------------------------
+
+
+def test_a_rejected_file_and_an_invalid_rom_make_exit_code_4_each_listed(hive: Hive) -> None:
+    """A run that rejected a task file and found an invalid ROM exited 0."""
+    write_agent(hive, "ann")
+    write_agent(hive, "bob", front="max_steps: 0\n")  # invalid: bob never had a good config
+    write_task(hive, "t1")
+    (hive.tasks_dir / "bad.md").write_text("---\npriority: urgent\n---\n# Bad\n")
+
+    result = run(hive, "--json")
+
+    assert result.exit_code == 4, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["stopped_because"], summary["exit_code"]) == ("idle", 4)
+    assert summary["tasks_done"] == 1
+    by_kind = {p["kind"]: p for p in summary["problems"]}
+    assert set(by_kind) == {"rejected", "invalid ROM"}
+    assert by_kind["rejected"]["name"] == "tasks/rejected/bad.md"
+    assert "priority" in by_kind["rejected"]["reason"]
+    assert by_kind["invalid ROM"]["name"] == "bob"
+    assert "max_steps must be ≥ 1 (got 0)" in by_kind["invalid ROM"]["reason"]
+
+
+def test_a_task_that_failed_makes_exit_code_4_with_its_reason(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose only task failed exited 0, as if all was well."""
+    write_agent(hive, "ann")
+    write_task(hive, "t1")
+    write_task(hive, "t2")
+    with FakeAnthropic() as api:
+        def model(body: Any) -> Reply:
+            tasks = scripted_model.active_tasks(body)
+            if not scripted_model.is_first_round(body) or not tasks:
+                return scripted_model.text_reply("over")
+            calls = [scripted_model.tool_use(1, "complete_task", task_id="t1", result="ok"),
+                     scripted_model.tool_use(2, "fail_task", task_id="t2",
+                                             reason="the data for t2 is missing")]
+            return Reply(body=message_body(calls, stop_reason="tool_use"))
+
+        api.responder = model
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-cli-run-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        hive.config_file.write_text("[daemon]\nsettle_time = 0.0\n")
+        result = CliRunner().invoke(app, ["run", str(hive.root), "--until-idle", "--quiet"])
+
+    assert result.exit_code == 4, result.output
+    assert "stopped: idle" in result.output
+    assert "failed: t2: the data for t2 is missing" in " ".join(result.output.split())

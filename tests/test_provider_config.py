@@ -17,7 +17,6 @@ from hivemind.hive import trust
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.llm.anthropic import AnthropicProvider
-from hivemind.llm.offline import OfflineProvider
 from hivemind.llm.select import make_provider
 from tests.fake_anthropic import FakeAnthropic, Reply
 from tests.helpers import run_until_idle, write_agent, write_task
@@ -48,8 +47,8 @@ def provider_toml(base_url: str) -> str:
     )
 
 
-def run_cli(hive: Hive) -> Result:
-    return CliRunner().invoke(app, ["run", str(hive.root), "--until-idle"])
+def run_cli(hive: Hive, *flags: str) -> Result:
+    return CliRunner().invoke(app, ["run", str(hive.root), "--until-idle", *flags])
 
 
 # -- 5. [provider] base_url and the key variable ------------------------------------------
@@ -101,24 +100,48 @@ def test_hivemind_run_sends_to_the_base_url_of_hive_toml(
     assert KEY not in result.output
 
 
-def test_without_the_key_the_offline_provider_is_chosen_and_nothing_is_sent(
+def test_without_the_key_nothing_runs_and_nothing_is_sent(
     hive: Hive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Without the key, the offline provider ran unasked and finished the task."""
     write_agent(hive, "worker")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         hive.config_file.write_text(provider_toml(api.base_url))
         trust.grant(hive, hive.config_file.read_bytes())
         monkeypatch.delenv(KEY_ENV, raising=False)
+        monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # another variable than hive.toml names
-        assert isinstance(make_provider(load_hive_config(hive).provider), OfflineProvider)
+        with pytest.raises(ConfigError):
+            make_provider(load_hive_config(hive).provider)
         result = run_cli(hive)
         requests = api.requests
 
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     assert requests == []
-    assert result.output.count(BANNER) == 1
+    assert BANNER not in result.output
     assert f"${KEY_ENV}" in " ".join(result.output.split())  # names the variable to set
+    assert (hive.tasks_dir / "t1.md").exists()  # nothing ran
+    assert not hive.audit_path("worker").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "toml", "said"),
+    [(["--offline"], "", "(--offline)"),
+     ([], '[provider]\nname = "offline"\n', '([provider] name = "offline" in hive.toml)')],
+    ids=["flag", "hive-toml"],
+)
+def test_offline_when_asked_says_how_it_was_asked(
+    hive: Hive, flags: list[str], toml: str, said: str
+) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    hive.config_file.write_text("[daemon]\nsettle_time = 0.0\n" + toml)
+
+    result = run_cli(hive, *flags)
+
+    assert result.exit_code == 0, result.output
+    assert f"{BANNER} {said}" in " ".join(result.output.split())
     assert (hive.done_dir / "t1.md").exists()  # the offline provider did the work
 
 
@@ -139,7 +162,7 @@ def test_offline_banner_is_printed_exactly_once(
     several_agents_and_tasks(hive)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
-    result = run_cli(hive)
+    result = run_cli(hive, "--offline")
 
     assert result.exit_code == 0, result.output
     assert len(list(hive.done_dir.glob("*.md"))) == 6
@@ -185,24 +208,25 @@ def test_the_run_summary_names_a_model_with_no_price(
             "the estimate.") in result.output
 
 
-def test_a_run_stopped_by_a_refused_key_ends_saying_why(hive: Hive) -> None:
-    from hivemind.cli import run_cmd
-
+def test_a_run_stopped_by_a_refused_key_ends_saying_why(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bad key: the run exited 0 and the mail it had was marked read, unanswered."""
     write_agent(hive, "worker")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         api.reply_error(401, "authentication_error", "invalid x-api-key", times=100)
-        provider = AnthropicProvider(api_key=KEY, base_url=api.base_url, max_retries=0)
-        daemon = run_until_idle(hive, provider, backoff=0.01)
+        hive.config_file.write_text(provider_toml(api.base_url))
+        monkeypatch.setenv(KEY_ENV, KEY)
+        result = run_cli(hive)
 
-    assert daemon.exit_reason == "stalled"  # no retry will change a refused key
-    with run_cmd.console.capture() as captured:
-        run_cmd._summary(daemon, 1.0, daemon.exit_reason)
-    text = " ".join(captured.get().split())
-    assert ("worker, last error: ModelRequestError: claude-sonnet-5-5: HTTP 401 request "
+    assert result.exit_code == 3, result.output  # t1 is back in tasks/, nobody can take it
+    text = " ".join(result.output.split())
+    assert ("paused: worker: ModelAccessError: claude-sonnet-5-5: HTTP 401 request "
             "refused: invalid x-api-key (the API key was not accepted: check "
-            "$ANTHROPIC_API_KEY)") in text
-    assert KEY not in text
+            f"${KEY_ENV})") in text
+    assert "t1 (no agent is taking work: worker is paused: " in text
+    assert KEY not in result.output
 
 
 def test_a_price_for_one_model_keeps_the_built_in_prices_of_the_others(hive: Hive) -> None:

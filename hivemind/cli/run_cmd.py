@@ -13,7 +13,6 @@ from typing import Annotated, Any, NamedTuple
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from hivemind.agent.audit import parse_record
@@ -28,9 +27,11 @@ from hivemind.cli.common import (
     folder_given,
     resolve_hive,
 )
+from hivemind.cli.run_summary import print_summary, summary_json
 from hivemind.daemon.configwatch import read_hive_toml
 from hivemind.daemon.daemon import Daemon, RunOptions
-from hivemind.daemon.status import IdleState, RunTotals
+from hivemind.daemon.outcome import BoardBefore, exit_code, troubles
+from hivemind.errors import ConfigError
 from hivemind.hive.config import LoadedConfig, load_config, load_hive_config, read_config_bytes
 from hivemind.hive.layout import Hive
 from hivemind.hive.trust import ignored_line
@@ -155,13 +156,21 @@ def register(app: typer.Typer) -> None:
 
         Claude needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); with --offline no model is
         called and every output says so. Stop with Ctrl-C; in-flight cycles finish first.
+
+        Exit code: 0 when every task it touched ended done and nothing failed; 3 when work
+        is left that cannot move without you (or the model service stayed away); 4 when a
+        task failed or was rejected, or an agent is paused or has an invalid ROM (the
+        summary lists each, with its reason).
         """
         hive = original = resolve_hive(folder_given(directory, hive_opt))
         names = _agents_to_run(agents, hive)
         out = err_console if as_json else console  # stdout holds the JSON alone
         settings = load_hive_config(hive).provider
         if not wants_offline(settings, offline):
-            credential(settings)  # none and no --offline: refused before anything runs
+            try:  # none and no --offline: refused before anything runs
+                credential(settings)
+            except ConfigError as exc:
+                fail(str(exc))
         if scratch:
             hive = scratch_copy(hive)
             out.print(f"running on a scratch copy: {hive.root}", highlight=False)
@@ -172,7 +181,7 @@ def register(app: typer.Typer) -> None:
             out.print(Text(line, style="yellow"), soft_wrap=True)
         provider = make_provider(config.provider, offline=offline)
         if provider.offline:
-            asked = "--offline" if offline else '[provider] name = "offline" in hive.toml'
+            asked = "--offline" if offline else '\\[provider] name = "offline" in hive.toml'
             out.print(
                 f"[bold yellow]OFFLINE PROVIDER[/] ({asked}): no model is called: agents "
                 "acknowledge, summarise and complete tasks mechanically, and every output "
@@ -188,14 +197,17 @@ def register(app: typer.Typer) -> None:
             on_cycle=None if quiet or as_json else _cycle_line,
             hive_toml=hive_toml,
         )
-        started = time.monotonic()
+        started, before = time.monotonic(), BoardBefore.of(hive)
         reason = asyncio.run(daemon.run())
+        seconds = time.monotonic() - started
+        found = troubles(hive, before, daemon.runners.values())
+        code = exit_code(reason, found)
         if as_json:
-            typer.echo(json.dumps(_summary_json(daemon, time.monotonic() - started, reason)))
+            typer.echo(json.dumps(summary_json(daemon, seconds, reason, found, code)))
         else:
-            _summary(daemon, time.monotonic() - started, reason)
-        if reason == "stalled":
-            raise typer.Exit(3)
+            print_summary(daemon, seconds, reason, found)
+        if code:
+            raise typer.Exit(code)
 
     @app.command("log", short_help="An agent's audit trail: cycles, tool calls, tokens.")
     def log(
@@ -375,70 +387,3 @@ def _follow(path: Path, as_json: bool, at: Position) -> None:
                 _print_record(rec, as_json)
     except KeyboardInterrupt:
         return
-
-
-def _cost_text(t: RunTotals, offline: bool) -> str:
-    """The run's estimated cost, and what it leaves out."""
-    if offline:
-        return "$0 (offline provider: no model called)"
-    return f"${t.cost:.4f}" + (" + unknown (see below)" if t.unpriced else "")
-
-
-def _stall_text(s: IdleState, waiting: list[tuple[str, str]], shown: int = 10) -> Text:
-    """Why `--until-idle` stopped with work left: what is left, and what each task waits
-    for (file names and reasons as written, never read as markup)."""
-    mail = ", ".join(f"{box} {n}" for box, n in sorted(s.unread.items()) if n)
-    text = Text.assemble(
-        ("nothing more can happen without you: ", "yellow"),
-        f"{s.pending} pending, {s.active} active task(s), "
-        + (f"unread mail: {mail}" if mail else "no unread mail"),
-    )
-    if waiting:
-        text.append("; waiting: " + "; ".join(f"{tid} ({why})" for tid, why in waiting[:shown]))
-        if len(waiting) > shown:
-            text.append(f"; and {len(waiting) - shown} more")
-    return text
-
-
-def _summary_json(daemon: Daemon, seconds: float, reason: str) -> dict[str, Any]:
-    """The summary for scripts: why it stopped, the totals, what waits, last errors."""
-    return {
-        "stopped_because": reason,
-        "provider": daemon.services.provider.name,
-        "wall_seconds": round(seconds, 3),
-        **daemon.totals.as_dict(),
-        "waiting": [{"task": t, "why": why} for t, why in daemon.waiting]
-        if daemon.stalled is not None else [],
-        "last_errors": {name: r.agent.last_error for name, r in daemon.runners.items()
-                        if r.agent.last_error},
-    }
-
-
-def _summary(daemon: Daemon, seconds: float, reason: str) -> None:
-    t = daemon.totals
-    table = Table(title=f"hivemind run — stopped: {reason}", show_header=False)
-    u = t.usage
-    rows = [
-        ("provider", daemon.services.provider.name),
-        ("tasks done / failed", f"{t.tasks_done} / {t.tasks_failed}"),
-        ("cycles", f"{t.cycles} ({t.errors} with errors)"),
-        ("tool calls", str(t.tool_calls)),
-        ("tokens in / out", f"{u.total_input} / {u.output_tokens}"),
-        ("cache hit share", f"{u.cache_hit_share:.0%}"),
-        ("cost (estimate)", _cost_text(t, daemon.services.provider.offline)),
-        ("wall time", f"{seconds:.1f} s"),
-    ]
-    for k, v in rows:
-        table.add_row(k, Text(v))  # as written, never read as markup
-    console.print(table)
-    if t.unpriced:
-        console.print(Text(
-            f"cost: no price in hive.toml [pricing] for {', '.join(sorted(t.unpriced))}; "
-            "its tokens are not in the estimate."
-        ), soft_wrap=True)
-    if daemon.stalled is not None:
-        console.print(_stall_text(daemon.stalled, daemon.waiting), soft_wrap=True)
-    for name, runner in daemon.runners.items():
-        if runner.agent.last_error:  # its work is left for the next run: say why
-            console.print(Text.assemble((f"{name}, last error: ", "red"),
-                                        runner.agent.last_error), soft_wrap=True)
