@@ -55,9 +55,9 @@ def assert_nothing_leaked(hive: Hive) -> None:
         assert KEY not in Path(path).read_text()
 
 
-def assert_soft_failure(hive: Hive, daemon: Daemon, *needles: str) -> None:
+def assert_soft_failure(hive: Hive, daemon: Daemon, reason: str, *needles: str) -> None:
     """The task is still held, the daemon stopped on its own, the error is visible."""
-    assert daemon.exit_reason == "stalled"
+    assert daemon.exit_reason == reason
     assert (hive.active_dir_for("worker") / "t1.md").is_file()
     assert not list(hive.done_dir.glob("*.md"))
     errors = [c["error"] for c in cycles(hive)]
@@ -107,8 +107,9 @@ def test_a_slow_reply_past_the_timeout_is_retried(hive: Hive) -> None:
 
 # -- persistent faults: the cycle fails softly, the error is visible ---------------------
 #
-# Each of these ends with the daemon giving up as "stalled" (at least 2 s of nothing
-# moving), so the scenarios run side by side, one hive and one fake API each.
+# Each of these ends with the daemon giving up: "model-unavailable" once the model
+# service stayed away past give_up_after (1 s here), "stalled" for a model that keeps
+# answering badly; the scenarios run side by side, one hive and one fake API each.
 
 
 def slow(body: Any) -> Reply:
@@ -158,7 +159,9 @@ def persistent(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
             hive = one_task_hive(Hive(tmp_path_factory.mktemp(name) / "hive").ensure())
             script(apis[name])
             retries = 3 if name == "400-too-long" else 0  # a 400 must not be retried anyway
-            daemon = Daemon(hive, fast_config(hive),
+            config = fast_config(hive)
+            config.daemon.give_up_after = 1.0
+            daemon = Daemon(hive, config,
                             provider(apis[name], retries=retries, timeout=timeout),
                             RunOptions(until_idle=True, idle_settle=0.2, backoff=0.01))
             daemons[name] = (hive, daemon)
@@ -174,13 +177,24 @@ def persistent(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
             api.close()
 
 
-@pytest.mark.parametrize("name", list(PERSISTENT))
+@pytest.mark.parametrize("name", [n for n in PERSISTENT if n != "400-too-long"])
 def test_a_persistent_fault_fails_the_cycle_softly(
     persistent: dict[str, Outcome], name: str
 ) -> None:
     outcome = persistent[name]
     needle = PERSISTENT[name][1]
-    assert_soft_failure(outcome.hive, outcome.daemon, *([needle] if needle else []))
+    reason = "stalled" if name == "max-tokens-always" else "model-unavailable"
+    assert_soft_failure(outcome.hive, outcome.daemon, reason, *([needle] if needle else []))
+
+
+def test_a_refused_request_fails_its_task_with_the_error(
+    persistent: dict[str, Outcome]
+) -> None:
+    """A 400 is the request's fault: the same request would be refused again."""
+    outcome = persistent["400-too-long"]
+    assert outcome.daemon.exit_reason == "idle"
+    assert "prompt is too long" in (outcome.hive.failed_dir / "t1.md").read_text()
+    assert_nothing_leaked(outcome.hive)
 
 
 def test_a_400_is_not_retried_by_the_sdk(persistent: dict[str, Outcome]) -> None:
