@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 
 HISTORY_KEPT = 24
 """History blocks an agent keeps (finished tasks' steps are compacted, see the cycle)."""
+FIGURES_TTL = 2.0
+"""Seconds hive figures (tasks per state) in STATUS blocks stay cached when no task moved."""
 
 
 def _noop(*_args: Any) -> None:
@@ -109,3 +113,25 @@ class HiveServices:
             team.append([name, role])
         return {"tasks": {k.value: v for k, v in counts.items()}, TEAM: team}
 
+
+
+class HiveFigures:
+    """The hive figures for STATUS blocks, recomputed at most every `ttl` seconds, and
+    after every task move it is told of (`moved`): the counts an agent sees include the
+    claim made for it just now."""
+
+    def __init__(self, services: HiveServices, ttl: float = FIGURES_TTL) -> None:
+        self.services = services
+        self.ttl = ttl
+        self._at = -math.inf
+        self._figures: dict[str, Any] = {}
+
+    def __call__(self) -> dict[str, Any]:
+        now = time.monotonic()
+        if now - self._at > self.ttl:
+            self._figures, self._at = self.services.board_figures(), now
+        return self._figures
+
+    def moved(self, *_move: object) -> None:
+        """A task moved (a claim, an end, a release: any `on_load_change`)."""
+        self._at = -math.inf

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hivemind.agent.cycle import DAY_SPENT, Agent, CycleReport
 from hivemind.agent.perceive import matches_any
-from hivemind.agent.services import HiveServices
+from hivemind.agent.services import HiveFigures, HiveServices
 from hivemind.daemon import outage
 from hivemind.daemon.configwatch import read_hive_toml, watch_hive_toml
 from hivemind.daemon.dispatch import Dispatcher
@@ -43,7 +43,6 @@ logger = logging.getLogger(__name__)
 __all__ = ["Daemon", "RunOptions"]
 
 CONFIGS_TTL = 1.0  # routing re-reads the ROMs at least this often
-FIGURES_TTL = 2.0  # hive figures (tasks per state) in STATUS blocks are this fresh
 FULL_DISPATCH_EVERY = 12  # rescan intervals between full listings of tasks/ by dispatch
 DISPATCH_COALESCE = 0.005  # s a dispatch waits, cycles in flight, to take their ends together
 
@@ -73,7 +72,8 @@ class Daemon(WorkerLead):
         self.services.roms.saves_last_good = True  # an invalid edit then outlives a restart
         self.services.task_changed = self.request_dispatch
         self.services.mail_sent = self.wake_agents
-        self.services.figures = self._figures
+        self.services.figures = self.figures = HiveFigures(self.services)
+        self.services.board.on_load_change = self._board_moved
         self.services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval)
         self.dispatcher = Dispatcher(self.services.board)
         self.runners: dict[str, AgentRunner] = {}
@@ -85,6 +85,7 @@ class Daemon(WorkerLead):
         self._hurry = asyncio.Event()  # a second signal: no grace for the cycles in flight
         self.exit_reason = ""
         self._dispatch_wanted = asyncio.Event()
+        self._dispatched = asyncio.Event()  # start-up's first dispatch is done (or a stop)
         self._in_flight = 0  # cycles running now
         self._quiet = asyncio.Event()  # set while none is
         self._quiet.set()
@@ -94,7 +95,6 @@ class Daemon(WorkerLead):
         self._unfinishing: set[str] = set()  # agents whose tools cannot end a task
         self._configs_at = 0.0
         self._on_cycle = on_cycle
-        self._figures_cache: tuple[float, dict[str, object]] = (0.0, {})
         self._last_activity = time.monotonic()
         self.status = StatusWriter(hive, self)
         self.waiting: list[tuple[str, str]] = []
@@ -165,14 +165,6 @@ class Daemon(WorkerLead):
         today = utcnow().date()
         return {n for n, r in self.runners.items() if r.paused_on == today or r.model_pause}
 
-    def _figures(self) -> dict[str, object]:
-        """Hive figures for STATUS blocks, computed at most every FIGURES_TTL seconds."""
-        at, figures = self._figures_cache
-        now = time.monotonic()
-        if now - at > FIGURES_TTL:
-            figures = self.services.board_figures()
-            self._figures_cache = (now, figures)
-        return figures
 
     # -- main ------------------------------------------------------------------
     async def run(self) -> str:
@@ -216,6 +208,7 @@ class Daemon(WorkerLead):
             self.exit_reason = reason
             self.stopping.set()
             self._cycle_freed.set()  # agents waiting for a cycle of --max-cycles: stop
+            self._dispatched.set()  # agents waiting for the first dispatch: stop
             if reason == "signal" and self._in_flight:
                 logger.warning(
                     "stopping: %d cycle(s) in flight may take up to %g s to finish; "
@@ -311,6 +304,7 @@ class Daemon(WorkerLead):
 
     # -- loops -----------------------------------------------------------------
     async def _agent_loop(self, runner: AgentRunner) -> None:
+        await self._dispatched.wait()  # no agent wakes before the pending tasks are claimed
         while not runner.stop:
             if runner.retry_at:
                 # A failed cycle is retried after its back-off, whatever wakes us meanwhile;
@@ -467,6 +461,7 @@ class Daemon(WorkerLead):
                 configs = self._configs()
                 result = self.dispatcher.dispatch(configs, changed, self._away())
             except OSError as exc:
+                self._dispatched.set()
                 self._full_dispatch_at = 0.0
                 # The board itself is broken (e.g. tasks/active/<agent> is a file): say so
                 # in status.json and look again later, without counting as activity.
@@ -475,6 +470,7 @@ class Daemon(WorkerLead):
                     self.options.backoff, self._dispatch_wanted.set
                 )
                 continue
+            self._dispatched.set()
             for name in result.claimed:
                 self.runners[name].wake.set()
             self.waiting = result.waiting

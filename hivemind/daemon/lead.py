@@ -9,7 +9,7 @@ import os
 from typing import TYPE_CHECKING
 
 from hivemind.agent.cycle import Agent, CycleReport
-from hivemind.agent.services import HiveServices
+from hivemind.agent.services import HiveFigures, HiveServices
 from hivemind.daemon.outage import broken_cycle
 from hivemind.daemon.runner import AgentRunner, RunOptions
 from hivemind.daemon.status import RunTotals
@@ -40,6 +40,7 @@ class WorkerLead:
     runners: dict[str, AgentRunner]
     totals: RunTotals
     workers: list[WorkerLink]
+    figures: HiveFigures
     stopping: asyncio.Event
     _hurry: asyncio.Event
     _secrets: tuple[str, ...]
@@ -74,12 +75,21 @@ class WorkerLead:
                 self.workers.append(link)
         return shares[0]
 
-    def _moved_elsewhere(self, agent: str, delta: int) -> None:
+    def _moved_elsewhere(self, agent: str, delta: int, by: WorkerLink | None = None) -> None:
         """A worker moved one of its agents' tasks: the board's load follows, and a task
-        leaving active/ makes room for the next one."""
+        leaving active/ makes room for the next one; the other workers are told."""
         self.services.board.moved_elsewhere(agent, delta)
+        self._board_moved(agent, delta, by)
         if delta < 0:
             self.request_dispatch()
+
+    def _board_moved(self, agent: str, delta: int, by: WorkerLink | None = None) -> None:
+        """A task moved into or out of active/<agent>/ (a claim here, a worker's end): the
+        figures in STATUS blocks follow at once, here and in every other worker."""
+        self.figures.moved()
+        for link in self.workers:
+            if link is not by:
+                link.tell_moved(agent, delta)
 
     async def _adopt(self, link: WorkerLink) -> None:
         """Mirror the recovered state of a worker's agents (counters, budgets) here."""

@@ -27,7 +27,7 @@ from typing import Any
 
 from hivemind.agent.budget import BudgetTracker
 from hivemind.agent.cycle import Agent
-from hivemind.agent.services import HiveServices
+from hivemind.agent.services import HiveFigures, HiveServices
 from hivemind.daemon.gctune import daemon_gc_pace
 from hivemind.daemon.lock import hold_as_worker, keep_holding
 from hivemind.hive.layout import Hive
@@ -37,7 +37,6 @@ from hivemind.llm.offline import OfflineProvider
 from hivemind.llm.select import make_provider
 from hivemind.ltm.store import LongTermMemory
 
-FIGURES_TTL = 2.0  # as the lead's: hive figures in STATUS blocks are this fresh
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent thread ends
 
 
@@ -120,7 +119,6 @@ class _WorkerHost:
         self.stopping = asyncio.Event()
         self.deadline = math.inf  # (monotonic) when the cycles still in flight are cut
         self._deadline_moved = asyncio.Event()
-        self._figures: tuple[float, dict[str, object]] = (0.0, {})
 
     def _provider(self) -> Provider:
         return OfflineProvider() if self.spec.offline else make_provider(self.spec.config.provider)
@@ -133,9 +131,11 @@ class _WorkerHost:
         services.roms.saves_last_good = True
         services.roms.tells_problems = False  # the lead reads every ROM too, and tells
         services.task_changed = lambda: self._send(("dispatch",))
-        services.board.on_load_change = lambda agent, delta: self._send(("load", agent, delta))
+        self.figures = figures = HiveFigures(services)
+        self.board = services.board
+        services.board.on_load_change = self._moved
         services.mail_sent = lambda names: self._send(("mail", list(names)))
-        services.figures = lambda: self._board_figures(services)
+        services.figures = figures
         services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval)
         loop = asyncio.get_running_loop()
         try:
@@ -178,13 +178,10 @@ class _WorkerHost:
         self._deadline_moved.set()
         self.stopping.set()
 
-    def _board_figures(self, services: HiveServices) -> dict[str, object]:
-        at, figures = self._figures
-        now = time.monotonic()
-        if now - at > FIGURES_TTL:
-            figures = services.board_figures()
-            self._figures = (now, figures)
-        return figures
+    def _moved(self, agent: str, delta: int) -> None:
+        """This worker moved a task into or out of active/<agent>/: the lead is told."""
+        self.figures.moved()
+        self._send(("load", agent, delta))
 
     def _send(self, message: tuple[Any, ...]) -> None:
         try:
@@ -202,6 +199,9 @@ class _WorkerHost:
                     task.add_done_callback(self.cycles.discard)
                 elif message[0] == "stop":
                     self._stop(message[1])
+                elif message[0] == "load":  # a move made elsewhere (a claim by the lead)
+                    self.board.moved_elsewhere(message[1], message[2])
+                    self.figures.moved()
         except (EOFError, OSError):
             self._stop(0.0)  # the lead is gone (where the kernel did not kill us with it)
 

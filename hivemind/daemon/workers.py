@@ -108,7 +108,7 @@ class WorkerLink:
         *,
         on_dispatch: Callable[[], None],
         on_mail: Callable[[list[str]], None],
-        on_load: Callable[[str, int], None],
+        on_load: Callable[[str, int, WorkerLink], None],
         on_late: Callable[[Agent, Outcome], None],
         on_lost: Callable[[WorkerLink], None],
     ) -> None:
@@ -178,6 +178,12 @@ class WorkerLink:
         self._send(("cycle", agent.name, seq))
         return await future
 
+    def tell_moved(self, agent: str, delta: int) -> None:
+        """Tell the worker a task moved into (+1) or out of (-1) active/<agent>/ elsewhere
+        (a claim by the lead, another worker's end), before the cycle that may see it."""
+        if self.alive and not self._stop_sent:
+            self._send(("load", agent, delta))
+
     def _send(self, message: tuple[Any, ...]) -> None:
         try:
             self._conn.send(message)
@@ -196,7 +202,7 @@ class WorkerLink:
         if kind == "dispatch":
             self._on_dispatch()
         elif kind == "load":
-            self._on_load(message[1], message[2])
+            self._on_load(message[1], message[2], self)
         elif kind == "mail":
             self._on_mail(list(message[1]))
         elif kind == "ready":
