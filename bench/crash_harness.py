@@ -133,7 +133,8 @@ def start_daemon(hive: Hive, env: dict[str, str], log: Path) -> subprocess.Popen
     out = log.open("ab")
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "hivemind", "run", str(hive.root), "--until-idle", "--quiet"],
+            [sys.executable, "-m", "hivemind", "run", str(hive.root), "--until-idle", "--quiet",
+             *([] if "ANTHROPIC_API_KEY" in env else ["--offline"])],
             env=env, stdout=out, stderr=subprocess.STDOUT, cwd=hive.root,
         )
     finally:

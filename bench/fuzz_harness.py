@@ -574,7 +574,8 @@ def cli_bad_toml(root: Path, data: bytes) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["COLUMNS"] = "80"
     proc = subprocess.run(
-        [sys.executable, "-m", "hivemind", "run", str(root), "--until-idle", "--quiet"],
+        [sys.executable, "-m", "hivemind", "run", str(root), "--until-idle", "--quiet",
+         "--offline"],
         check=False, capture_output=True, env=env, timeout=60,
     )
     err = proc.stderr.decode(errors="replace").strip()
