@@ -2,7 +2,7 @@
 
 No new input since the last cycle → no model call. A mistake of the model
 becomes a tool error it sees next round; a model API failure ends the cycle
-softly (mail stays unread, the task stays active, the next cycle retries);
+by its kind (`model_failure`: mail stays unread, nothing is marked done);
 the audit record is written in `finally:` whatever happened.
 """
 

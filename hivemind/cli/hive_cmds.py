@@ -86,7 +86,7 @@ def init_command(
     console.print(
         f"\nHive ready in [bold]{where}[/]. Next:\n"
         f'  hivemind task add "Write a haiku about bees" --hive {where}\n'
-        f"  hivemind run {where}\n"
+        f"  hivemind run {where}    (with $ANTHROPIC_API_KEY set; --offline: no model)\n"
         f"  hivemind status {where}\n"
         f"Read {where}/README.md for how tasks, mail and agents/{EXAMPLE_AGENT}/ROM.md work.",
         highlight=False,

@@ -70,7 +70,9 @@ workspace/                 what the agents produce
 ```
 
 Start the agents with `hivemind run` (in this folder, or `hivemind run DIR`), and
-see what is going on with `hivemind status`.
+see what is going on with `hivemind status`. Claude needs `ANTHROPIC_API_KEY` (or
+`ANTHROPIC_AUTH_TOKEN`) in the environment; `hivemind run --offline` tries the hive
+without a model.
 
 ## Give the team a task
 
