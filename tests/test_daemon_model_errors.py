@@ -156,6 +156,7 @@ def test_after_give_up_after_the_run_stops_and_nothing_is_marked(hive: Hive) -> 
         daemon = run_until_idle(hive, provider(api), backoff=0.05)
 
     assert daemon.exit_reason == "model-unavailable"
+    assert status(hive)["agents"]["worker"]["state"] == "stopped waiting for the model service"
     assert (hive.active_dir_for("worker") / "t1.md").is_file()  # not failed, not done
     assert len(unread(hive, "worker")) == 1
     assert "HTTP 503" in (daemon.runners["worker"].agent.last_error or "")

@@ -134,13 +134,16 @@ def lift_pause(hive: Hive, runner: AgentRunner | None) -> bool:
     return True
 
 
-def agent_state(runner: AgentRunner) -> str:
-    """The agent's state for status.json and `hivemind status`."""
+def agent_state(runner: AgentRunner, final: bool = False) -> str:
+    """The agent's state for status.json and `hivemind status` (`final`: the daemon has
+    stopped)."""
     agent = runner.agent
     if runner.busy:
         return "thinking"
     if runner.model_pause is not None:
         return "paused (the model API refused it; edit its ROM or restart to resume)"
+    if final and runner.model_wait_since is not None:
+        return f"stopped {WAITING}"
     waiting = waiting_text(runner)
     if waiting is not None:
         return waiting

@@ -123,7 +123,7 @@ class StatusWriter:
         for name, runner in d.runners.items():
             a = runner.agent
             agents[name] = {
-                "state": agent_state(runner),
+                "state": agent_state(runner, final),
                 "paused_because": runner.model_pause,
                 "cycles": a.cycle_no,
                 "last_error": a.last_error,
