@@ -8,10 +8,14 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.llm.base import ModelRequest
+from tests import scripted_model
+from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import (
     CountingProvider,
     fast_config,
@@ -20,6 +24,8 @@ from tests.helpers import (
     write_agent,
     write_task,
 )
+
+KEY = "sk-ant-context-truth-test"
 
 
 def hive_figures(request: ModelRequest) -> dict[str, Any]:
@@ -76,4 +82,38 @@ def test_the_figures_include_the_claim_made_just_before_the_cycle(hive: Hive) ->
 
     for_t2 = next(r for r in provider.requests if "task:t2" in r.context_ids)
     figures = hive_figures(for_t2)
+    assert (figures["pending"], figures["active"], figures["done"]) == (0, 1, 1)
+
+
+def test_a_worker_process_shows_the_claim_the_lead_made_for_it(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --workers the lead claims, and the worker process cached the figures it
+    had: its agent was shown the board as it was before the claim."""
+    write_agent(hive, "ann")
+    write_agent(hive, "bob")  # dealt to the worker process (the lead keeps ann)
+    write_task(hive, "t1", front="assignee: bob\n")
+
+    async def main(api: FakeAnthropic) -> Daemon:
+        daemon = Daemon(hive, fast_config(hive), scripted_model.provider(api, KEY),
+                        RunOptions(workers=2))
+        running = asyncio.create_task(daemon.run())
+        await until((hive.done_dir / "t1.md").is_file, "t1 is done")
+        write_task(hive, "t2", front="assignee: bob\n")
+        await until((hive.done_dir / "t2.md").is_file, "t2 is done")
+        daemon.stop("test")
+        await running
+        return daemon
+
+    with FakeAnthropic() as api:
+        api.responder = scripted_model.task_completer
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # for the worker's own provider
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        daemon = asyncio.run(main(api))
+        bodies = [r.body for r in api.message_requests]
+
+    assert daemon.runners["bob"].worker is not None
+    for_t2 = next(b for b in bodies if scripted_model.active_tasks(b) == ["t2"])
+    [status] = [e for e in scripted_model.context_entries(for_t2) if e["id"] == "status:hive"]
+    figures = json.loads(status["content"])["tasks"]
     assert (figures["pending"], figures["active"], figures["done"]) == (0, 1, 1)

@@ -180,8 +180,10 @@ class WorkerLink:
 
     def tell_moved(self, agent: str, delta: int) -> None:
         """Tell the worker a task moved into (+1) or out of (-1) active/<agent>/ elsewhere
-        (a claim by the lead, another worker's end), before the cycle that may see it."""
-        if self.alive and not self._stop_sent:
+        (a claim by the lead, another worker's end), before the cycle that may see it.
+        Not before it is ready: it lists the board itself as it starts."""
+        ready = self._ready is not None and self._ready.done()
+        if ready and self.alive and not self._stop_sent:
             self._send(("load", agent, delta))
 
     def _send(self, message: tuple[Any, ...]) -> None:
