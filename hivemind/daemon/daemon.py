@@ -165,7 +165,6 @@ class Daemon(WorkerLead):
         today = utcnow().date()
         return {n for n, r in self.runners.items() if r.paused_on == today or r.model_pause}
 
-
     # -- main ------------------------------------------------------------------
     async def run(self) -> str:
         """Run until stopped; returns why it stopped ("idle", "signal", "max-cycles", ...)."""
@@ -436,8 +435,7 @@ class Daemon(WorkerLead):
         self._count(report)
         if self.options.max_cycles is not None and self.totals.cycles >= self.options.max_cycles:
             self.stop("max-cycles")  # failed cycles count: each may have cost tokens
-        if report.model_failure == "access":
-            outage.pause_for_model(self, runner, report)
+        outage.pause_if_refused(self, runner, report)
         if outage.schedule_retry(runner, report, self.options.backoff):
             return
         self._last_activity = time.monotonic()

@@ -97,9 +97,11 @@ def broken_cycle(agent: Agent, exc: Exception) -> CycleReport:
     return CycleReport(agent=agent.name, ran=True, error=agent.last_error, retry=True)
 
 
-def pause_for_model(daemon: Daemon, runner: AgentRunner, report: CycleReport) -> None:
-    """The API refused the agent's key or model: pause it, give its tasks back, say so
-    once on the console and once to `human`."""
+def pause_if_refused(daemon: Daemon, runner: AgentRunner, report: CycleReport) -> None:
+    """If the API refused the agent's key or model: pause it, give its tasks back, say
+    so once on the console and once to `human`."""
+    if report.model_failure != FailureKind.ACCESS:
+        return
     name = runner.agent.name
     runner.model_pause = report.error or "the model API refused the key or the model"
     runner.paused_rom = rom_version(daemon.hive, name)
