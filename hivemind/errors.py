@@ -15,7 +15,7 @@
         ├── ModelError                the model API failed
         │   ├── ModelUnavailableError transient: the agent waits and tries again
         │   │   ├── ModelRateLimitError   429 / 529
-        │   │   └── ModelConnectionError  network, timeout, refused connection, 408
+        │   │   └── ModelConnectionError  network, timeout, refused connection, 408, 409
         │   ├── ModelAccessError      401 / 403 / 404: no try will do; the agent pauses
         │   └── ModelRequestError     other 4xx: this request was refused; its task fails
         ├── ToolError                 a tool call failed (fed back to the model)
@@ -134,7 +134,7 @@ class ModelAccessError(ModelError):
 
 
 class ModelRequestError(ModelError):
-    """The model API refused this request (4xx but 401/403/404/408/429): its fault."""
+    """The model API refused this request (4xx but 401/403/404/408/409/429): its fault."""
 
 
 class ToolError(RuntimeFailure):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.daemon.outcome import BoardBefore, exit_code, troubles
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.models import HiveConfig
@@ -176,12 +177,17 @@ def test_a_refused_model_pauses_the_agent_and_another_takes_its_task(hive: Hive)
     write_agent(hive, "ann", front=f"model: {BAD_MODEL}\nskills: [billing]\n")
     write_agent(hive, "bob")
     write_task(hive, "t1", front="domain: billing\n")
+    before = BoardBefore.of(hive)
     with FakeAnthropic() as api:
         api.responder = by_model
         daemon = run_until_idle(hive, provider(api), backoff=0.01)
         to_ann = [r for r in api.message_requests if r.body["model"] == BAD_MODEL]
 
     assert len(to_ann) == 1
+    # Idle, as every task ended done, yet not all is well: the run exits 4, naming ann.
+    found = troubles(hive, before, daemon.runners.values())
+    assert [(t.kind, t.name) for t in found] == [("paused", "ann")]
+    assert exit_code(daemon.exit_reason, found) == 4
     assert "agent: bob" in (hive.done_dir / "t1.md").read_text()
     ann = status(hive)["agents"]["ann"]
     assert ann["state"].startswith("paused")

@@ -375,6 +375,13 @@ async def test_a_transient_error_carries_the_wait_the_api_asked_for(
     assert caught.value.retry_after == wait
 
 
+@pytest.mark.parametrize("status", [408, 409, 500, 502, 503, 529])
+async def test_statuses_the_sdk_would_retry_are_transient(api: FakeAnthropic, status: int) -> None:
+    api.reply_error(status, "api_error", "try later")
+    with pytest.raises(ModelUnavailableError):
+        await complete_with(api, max_retries=0)
+
+
 async def test_the_sdk_does_not_retry_by_default(api: FakeAnthropic) -> None:
     """The daemon retries, visibly: one try per call, so a wait shows in status."""
     api.reply_error(529, "overloaded_error", "Overloaded", times=5)

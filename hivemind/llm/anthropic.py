@@ -258,8 +258,8 @@ class AnthropicProvider:
             what = "rate limited" if status == 429 else "overloaded"
             asked = f" (it asks to wait {wait:g} s)" if wait is not None else ""
             error = ModelRateLimitError(f"{prefix} {what}{asked}: {detail}")
-        elif status == 408:
-            error = ModelConnectionError(f"{prefix} request timeout: {detail}")
+        elif status in (408, 409):  # a timeout, a conflict: both retried by the SDK too
+            error = ModelConnectionError(f"{prefix} request timeout or conflict: {detail}")
         elif status in (401, 403, 404):
             error = ModelAccessError(f"{prefix} request refused: {detail} ({self._hint(status)})")
         elif 400 <= status < 500:
