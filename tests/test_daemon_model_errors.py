@@ -261,3 +261,25 @@ def test_a_refused_request_fails_its_task_with_the_error(hive: Hive) -> None:
     failed = (hive.failed_dir / "t1.md").read_text()
     assert "HTTP 400" in failed and "prompt is too long" in failed
     assert daemon.runners["worker"].model_pause is None  # the agent goes on
+
+
+def test_an_agent_in_a_worker_process_is_paused_by_the_lead(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cycle runs in the worker; its kind of failure crosses the pipe to the lead,
+    which pauses the agent and gives its task to the other."""
+    write_agent(hive, "ann")
+    write_agent(hive, "bob", front=f"model: {BAD_MODEL}\nskills: [billing]\n")  # the worker's
+    write_task(hive, "t1", front="domain: billing\n")
+    with FakeAnthropic() as api:
+        api.responder = by_model
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # for the worker's own provider
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        daemon = run_until_idle(hive, provider(api), backoff=0.01, workers=2)
+        to_bob = [r for r in api.message_requests if r.body["model"] == BAD_MODEL]
+
+    assert daemon.runners["bob"].worker is not None
+    assert len(to_bob) == 1
+    assert daemon.runners["bob"].model_pause is not None
+    assert "agent: ann" in (hive.done_dir / "t1.md").read_text()
+    assert status(hive)["agents"]["bob"]["state"].startswith("paused")
