@@ -18,7 +18,7 @@ from typing import Any
 
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.budget import BudgetTracker, start_of_day
-from hivemind.agent.model_failure import fail_refused_tasks, note_model_error
+from hivemind.agent.model_failure import FailureKind, fail_refused_tasks, note_model_error
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
@@ -86,7 +86,7 @@ class CycleReport:
     stop_reason: str | None = None  # of the model's last reply
     retry: bool = False
     retry_after: float | None = None  # seconds the API asked to wait before a retry
-    model_failure: str | None = None  # the kind of a provider error (`model_failure`)
+    model_failure: FailureKind | None = None  # the kind of a provider error, if one
     started: float = field(default_factory=time.perf_counter)
 
     @property

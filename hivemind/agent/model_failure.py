@@ -44,7 +44,7 @@ def note_model_error(report: CycleReport, exc: ModelError) -> None:
     """Record a provider error in the cycle's report: only a transient one is retried
     (the same key, model or request would be refused again)."""
     report.error = f"{type(exc).__name__}: {exc}"
-    report.model_failure = failure_kind(exc).value
+    report.model_failure = failure_kind(exc)
     report.retry = report.model_failure == FailureKind.TRANSIENT
     report.retry_after = exc.retry_after if report.retry else None
 
