@@ -136,6 +136,15 @@ def test_the_stall_line_names_what_is_left_plainly() -> None:
                                 "t0 (waits for [dep0])")
 
 
+def test_the_stall_line_says_when_the_model_service_stayed_away() -> None:
+    from hivemind.cli.run_summary import stall_text
+    from hivemind.daemon.status import IdleState
+
+    text = stall_text(IdleState(active=1), [], reason="model-unavailable")
+    assert text.plain == ("the model service is still away, given up waiting: 0 pending, "
+                          "1 active task(s), no unread mail")
+
+
 @pytest.mark.parametrize("names", [",", "", " , "], ids=["comma", "empty", "blank"])
 def test_agents_naming_no_name_is_a_usage_error(hive: Hive, names: str) -> None:
     write_agent(hive, "ann")
