@@ -217,7 +217,9 @@ def test_a_run_stopped_by_a_refused_key_ends_saying_why(
     with FakeAnthropic() as api:
         api.reply_error(401, "authentication_error", "invalid x-api-key", times=100)
         hive.config_file.write_text(provider_toml(api.base_url))
+        trust.grant(hive, hive.config_file.read_bytes())
         monkeypatch.setenv(KEY_ENV, KEY)
+        monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)  # set, it would win
         result = run_cli(hive)
 
     assert result.exit_code == 3, result.output  # t1 is back in tasks/, nobody can take it
