@@ -63,6 +63,7 @@ def _run(venv: Path, args: argparse.Namespace) -> int:
     if args.constraints:
         install += ["-c", str(CONSTRAINTS)]
     elif args.oldest:
+        _step("looking up the oldest releases pyproject allows")
         lowest = venv / "lowest.txt"
         lowest.write_text("".join(f"{line}\n" for line in _lowest_pins()))
         install += ["-c", str(lowest)]
@@ -102,14 +103,33 @@ def _run(venv: Path, args: argparse.Namespace) -> int:
 
 
 def _lowest_pins() -> list[str]:
-    """`name==X` for each runtime dependency declared `name>=X` in pyproject.toml."""
+    """`name==V` for each runtime dependency declared `name>=X`: V is the oldest release
+    at or above X (`aiofiles>=23` is 23.1.0: there was no 23.0)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     pins = []
     for spec in project["dependencies"]:
-        found = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*>=\s*([^,;\s]+)", spec)
+        found = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*>=\s*([0-9.]+)", spec)
         if found:
-            pins.append(f"{found[1]}=={found[2]}")
+            name, bound = found[1], _release(found[2])
+            pins.append(f"{name}=={min(v for v in _releases(name) if _release(v) >= bound)}")
     return pins
+
+
+def _releases(name: str) -> list[str]:
+    """The final releases of `name` on the package index (`pip index versions`)."""
+    out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", name,
+                          "--disable-pip-version-check"],
+                         capture_output=True, text=True, check=True).stdout
+    listed = next(line for line in out.splitlines() if line.startswith("Available versions:"))
+    versions = listed.partition(":")[2].split(",")
+    return [v.strip() for v in versions if re.fullmatch(r"[0-9.]+", v.strip())]
+
+
+def _release(version: str) -> tuple[int, ...]:
+    parts = [int(p) for p in version.split(".")]
+    while len(parts) > 1 and parts[-1] == 0:  # 23 == 23.0 == 23.0.0
+        parts.pop()
+    return tuple(parts)
 
 
 def _freeze(python: str) -> dict[str, str]:
