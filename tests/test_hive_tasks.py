@@ -326,6 +326,57 @@ def test_complete_appends_the_result_and_moves_to_done(hive: Hive, board: TaskBo
     assert not claimed.path.exists()
 
 
+PERSONS_TASK = (
+    "---\n"
+    "# Ticket JIRA-123: the customer's words, keep them\n"
+    "priority: medium\n"
+    "labels:\n"
+    "  - billing   # the team's tag\n"
+    "max_attempts: 2\n"
+    "---\n"
+    "# Refund\n"
+    "\n"
+    "Refund order 42.   \n"
+    "\n"
+    "\n"
+    "Mind the VAT.\n"
+)
+
+
+def test_a_finished_task_keeps_every_line_the_person_wrote(hive: Hive, board: TaskBoard) -> None:
+    drop(hive, "refund.md", PERSONS_TASK)
+    claimed = board.claim(pending_one(board), "ann")
+    assert claimed is not None
+    done = board.complete(claimed, "Refunded.", "ann")
+    text = done.path.read_text()
+    front, body = PERSONS_TASK.split("---\n")[1], PERSONS_TASK.split("---\n")[2]
+    assert text.startswith("---\n" + front)  # comments, defaults, layout: byte for byte
+    assert text.endswith(body + "\n## Result\n\nRefunded.\n")
+    task = read_task(done.path)
+    assert (task.status, task.agent, task.extra["labels"]) == (TaskState.DONE, "ann", ["billing"])
+    assert task.finished_at is not None
+
+
+def test_a_failed_task_keeps_every_line_the_person_wrote(hive: Hive, board: TaskBoard) -> None:
+    drop(hive, "refund.md", PERSONS_TASK)
+    back = board.fail(board.claim(pending_one(board), "ann"), "no access", "ann")  # type: ignore[arg-type]
+    failed = board.fail(board.claim(pending_one(board), "bob"), "still none", "bob")  # type: ignore[arg-type]
+    assert back.state is TaskState.PENDING and failed.state is TaskState.FAILED
+    text = failed.path.read_text()
+    assert text.startswith("---\n" + PERSONS_TASK.split("---\n")[1])
+    assert "Mind the VAT.\n\n## Attempt 1 failed\n\nno access\n\n## Attempt 2 failed" in text
+    task = read_task(failed.path)
+    assert (task.attempts, task.status, task.agent) == (2, TaskState.FAILED, "bob")
+
+
+def test_a_flow_style_front_matter_still_ends_whole(hive: Hive, board: TaskBoard) -> None:
+    drop(hive, "job.md", "---\n{priority: high}\n---\n# Job\n")
+    done = board.complete(board.claim(pending_one(board), "ann"), "ok", "ann")  # type: ignore[arg-type]
+    task = read_task(done.path)
+    assert (task.status, task.priority, task.body) == (
+        TaskState.DONE, TaskPriority.HIGH, "# Job\n\n## Result\n\nok")
+
+
 def test_completing_a_task_another_agent_holds_is_refused(hive: Hive, board: TaskBoard) -> None:
     drop(hive, "job.md", "# Job\n")
     claimed = board.claim(pending_one(board), "ann")

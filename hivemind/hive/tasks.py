@@ -30,11 +30,13 @@ from hivemind.hive.frontmatter import (
     MAX_FILE_BYTES,
     first_heading,
     read_task,
+    read_text,
     render_task,
     task_from_text,
 )
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task, TaskState, check_file_id
+from hivemind.hive.taskfile import ended_text
 from hivemind.hive.taskindex import TaskIndex
 from hivemind.hive.taskref import TaskRef, append_section, as_utc, md_files, slugify
 from hivemind.memory.blocks import utcnow
@@ -42,6 +44,10 @@ from hivemind.memory.blocks import utcnow
 __all__ = ["TaskBoard", "TaskIndex", "TaskRef", "slugify"]
 
 logger = logging.getLogger(__name__)
+
+# The front matter fields the runtime sets when a task ends (the rest is the person's).
+_DONE_FIELDS = ("status", "agent", "finished_at")
+_FAIL_FIELDS = ("status", "agent", "attempts", "claimed_at", "finished_at")
 
 
 class TaskBoard(TaskIndex):
@@ -147,7 +153,7 @@ class TaskBoard(TaskIndex):
         claimed copy is removed (`_retire`). A crash between the two leaves both:
         `retire_finished` removes the claimed copy at the next start.
         """
-        task = self._owned(ref, agent)
+        text, task = self._owned_text(ref, agent)
         # A task done before and dropped back into tasks/ by a person is done again:
         # its new result is appended after the old one (and the person's notes).
         task = task.model_copy(
@@ -158,18 +164,30 @@ class TaskBoard(TaskIndex):
                 "body": append_section(task.body, "Result", result),
             }
         )
-        dest = yield from self._publish(task, ref.path.parent, self.hive.done_dir)
+        text = ended_text(text, ref.path, task, _DONE_FIELDS, "Result", result)
+        dest = yield from self._publish(task.id, text, ref.path.parent, self.hive.done_dir)
         self._retire(ref.path)
         self._parsed.forget(ref.path)
         self._loaded(agent, -1)
         return TaskRef(task, dest, TaskState.DONE, agent, time.time())
 
-    def _publish(self, task: Task, beside: Path, folder: Path) -> Steps[Path]:
-        """Write `task` into `folder` as `<id>.md` (or `<id>-1.md`, ... if that name is
+    def _owned_text(self, ref: TaskRef, agent: str) -> tuple[str, Task]:
+        """The held task's file as it stands (its text and the task it reads as)."""
+        task = self._owned(ref, agent)
+        try:
+            text = read_text(ref.path)
+            return text, task_from_text(text, ref.path)
+        except (OSError, FileFormatError) as exc:
+            # Changed again since `_owned` read it: that version ends, rendered whole.
+            logger.warning("%s: %s; the task ends as it was read before", ref.path, exc)
+            return render_task(task), task
+
+    def _publish(self, task_id: str, text: str, beside: Path, folder: Path) -> Steps[Path]:
+        """Write `text` into `folder` as `<task_id>.md` (or `-1.md`, ... if that name is
         taken), whole: under a temp name in `beside` first (a small folder: creating a
         file in a done/ of thousands took three times as long here), flushed, then
         linked in without replacing."""
-        name, data = f"{task.id}.md", render_task(task).encode("utf-8")
+        name, data = f"{task_id}.md", text.encode("utf-8")
         tmp = write_temp(beside, name, data, fsync=False)
         try:
             if self.fsync:
@@ -281,7 +299,7 @@ class TaskBoard(TaskIndex):
         self, ref: TaskRef, reason: str, agent: str, *, final: bool = False
     ) -> Steps[TaskRef]:
         """`fail` as a durable operation (see `atomic.run_async`)."""
-        task = self._owned(ref, agent)
+        text, task = self._owned_text(ref, agent)
         attempts = task.attempts + 1
         body = append_section(task.body, f"Attempt {attempts} failed", reason)
         retry = attempts < task.max_attempts and not final
@@ -293,7 +311,8 @@ class TaskBoard(TaskIndex):
             update.update(status=TaskState.FAILED, agent=agent, finished_at=utcnow())
             state, folder = TaskState.FAILED, self.hive.failed_dir
         task = task.model_copy(update=update)
-        yield from atomic_write_steps(ref.path, render_task(task), fsync=self.fsync)
+        text = ended_text(text, ref.path, task, _FAIL_FIELDS, f"Attempt {attempts} failed", reason)
+        yield from atomic_write_steps(ref.path, text, fsync=self.fsync)
         dest = move_into(ref.path, folder, f"{task.id}.md")
         self._parsed.forget(ref.path)
         self._loaded(agent, -1)
