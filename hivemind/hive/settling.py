@@ -17,10 +17,12 @@ the lease's signal, take the lease, drop it) and a close.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import os
 import sys
+import time
 from pathlib import Path
 
 FALLBACK = 2.0
@@ -82,3 +84,21 @@ def whole_in(path: Path | str, still_for: float, closed: bool | None, fallback: 
     if closed:
         return 0.0
     return max(0.0, fallback - still_for)
+
+
+async def until_whole(path: Path, fallback: float, limit: float) -> bool:
+    """Wait until `path` may be whole (see `whole_in`; its mtime tells its stillness);
+    False if it is still being written after `limit` seconds. A file gone is whole."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while True:
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError:
+            return True  # gone or unreadable: the caller says what became of it
+        wait = whole_in(path, time.time() - mtime, None, fallback)
+        if wait <= 0:
+            return True
+        if loop.time() + wait > deadline:
+            return False
+        await asyncio.sleep(wait)

@@ -120,10 +120,10 @@ class TaskBoard(TaskIndex):
                 dest.parent.mkdir(parents=True, exist_ok=True)
         return False
 
-    def check_held(self, ref: TaskRef, agent: str) -> None:
-        """Raise UserError (saying where the task is now) unless `agent` still holds the
-        task of `ref`: its claimed copy is where the claim put it."""
-        self._owned(ref, agent)
+    def check_held(self, ref: TaskRef, agent: str) -> Task:
+        """The task of `ref` as its file reads now; UserError (saying where the task is
+        now) unless `agent` still holds it: its claimed copy is where the claim put it."""
+        return self._owned(ref, agent)
 
     def _owned(self, ref: TaskRef, agent: str) -> Task:
         if ref.path in self._leaving:

@@ -17,6 +17,7 @@ from hivemind.hive.models import Task, TaskPriority, check_file_id
 from hivemind.hive.tasks import TaskRef
 from hivemind.tools.base import Footprint, Tool, ToolContext
 from hivemind.tools.memory import end_task_memory
+from hivemind.tools.taskedits import check_as_seen
 
 
 class CreateTaskInput(BaseModel):
@@ -125,6 +126,7 @@ async def _finish(ctx: ToolContext, task_id: str, text: str, success: bool) -> T
 async def complete_task(ctx: ToolContext, args: CompleteTaskInput) -> str:
     ref = _held(ctx, args.task_id)
     ctx.board.check_held(ref, ctx.agent)  # no notice for a task that will not end
+    ref = await check_as_seen(ctx, ref)
     await _notify(ctx, ref, "done", args.result)
     done = await _finish(ctx, args.task_id, args.result, True)
     return f"task {args.task_id} is done ({ctx.hive.relative(done.path)})"
@@ -133,6 +135,7 @@ async def complete_task(ctx: ToolContext, args: CompleteTaskInput) -> str:
 async def fail_task(ctx: ToolContext, args: FailTaskInput) -> str:
     ref = _held(ctx, args.task_id)
     ctx.board.check_held(ref, ctx.agent)
+    ref = await check_as_seen(ctx, ref)
     await _notify(ctx, ref, "failed", args.reason)
     after = await _finish(ctx, args.task_id, args.reason, False)
     return f"task {args.task_id} failed; now {after.state.value}"
