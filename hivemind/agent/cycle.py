@@ -20,6 +20,7 @@ from hivemind.agent.audit import AuditLog
 from hivemind.agent.budget import BudgetTracker, start_of_day
 from hivemind.agent.model_failure import FailureKind, fail_refused_tasks, note_model_error
 from hivemind.agent.perceive import Perception, perceive
+from hivemind.agent.prefix import common_prefix_length
 from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.restore import restore_history
@@ -103,18 +104,6 @@ def _finished_line(task_id: str, outcome: str, result: Any) -> str:
     if len(text) > FINISHED_RESULT_CHARS:
         text = text[: FINISHED_RESULT_CHARS - 1].rstrip() + "…"
     return f"{line} — {text}"
-
-
-def common_prefix_length(a: str, b: str) -> int:
-    """Length of the common prefix of two strings (bisection on slices: fast in C)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _cancelling() -> bool:
@@ -562,6 +551,8 @@ class Agent:
             finally:
                 report.model_ms += (time.perf_counter() - t0) * 1000
         report.usage = report.usage + response.usage
+        if response.usage_note:  # the endpoint's figures were clamped: said in the log
+            self.audit.write("usage_clamped", cycle=self.cycle_no, note=response.usage_note)
         self.budget.record(response.usage.total_input + response.usage.output_tokens, task_ids)
         return with_valid_text(response)
 

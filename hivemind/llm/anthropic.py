@@ -38,8 +38,8 @@ from hivemind.llm.base import (
     ModelRequest,
     ModelResponse,
     ToolCall,
-    Usage,
 )
+from hivemind.llm.usage_bounds import bounded_usage
 
 _CACHE_MARK: CacheControlEphemeralParam = {"type": "ephemeral"}
 
@@ -129,8 +129,9 @@ def _tool_call(call_id: str, name: str, given: object) -> ToolCall:
                     input_error=f"the input must be a JSON object, not {kind}")
 
 
-def response_from_message(message: Message) -> ModelResponse:
-    """Translate an SDK `Message` into a `ModelResponse`."""
+def response_from_message(message: Message, max_output: int) -> ModelResponse:
+    """Translate an SDK `Message` into a `ModelResponse` (`max_output`: the request's
+    max_tokens, which its usage cannot exceed)."""
     texts: list[str] = []
     calls: list[ToolCall] = []
     for block in message.content:
@@ -138,17 +139,13 @@ def response_from_message(message: Message) -> ModelResponse:
             texts.append(block.text)
         elif block.type == "tool_use":
             calls.append(_tool_call(block.id, block.name, block.input))
-    usage = message.usage
+    usage, note = bounded_usage(message.usage, max_output)
     return ModelResponse(
         text="\n".join(t for t in texts if t),
         tool_calls=calls,
         stop_reason=message.stop_reason or "end_turn",
-        usage=Usage(
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_write_tokens=usage.cache_creation_input_tokens or 0,
-            cache_read_tokens=usage.cache_read_input_tokens or 0,
-        ),
+        usage=usage,
+        usage_note=note,
         model=message.model,
         provider="anthropic",
     )
@@ -207,7 +204,7 @@ class AnthropicProvider:
                 timeout=self._timeout,
             )
         try:
-            return response_from_message(message)
+            return response_from_message(message, request.max_output_tokens)
         except (AttributeError, TypeError, ValueError) as e:
             # The SDK does not validate answers; a proxy may return any JSON.
             raise ModelUnavailableError(

@@ -120,6 +120,7 @@ class ModelResponse(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     stop_reason: str
     usage: Usage = Field(default_factory=Usage)
+    usage_note: str | None = None  # the endpoint's figures were out of bounds: what was clamped
     model: str
     provider: str
 
