@@ -19,6 +19,7 @@
         │   ├── ModelAccessError      401 / 403 / 404: no try will do; the agent pauses
         │   └── ModelRequestError     other 4xx: this request was refused; its task fails
         ├── ToolError                 a tool call failed (fed back to the model)
+        ├── DiskFullError             no space left: the hive's writers wait (an OSError)
         ├── StoreError                the long-term memory store failed
         ├── LockUnavailableError      the hive's filesystem cannot lock a file
         └── WorkerError               a worker process (`run --workers`) failed
@@ -139,6 +140,11 @@ class ModelRequestError(ModelError):
 
 class ToolError(RuntimeFailure):
     """A tool call failed; the message is shown to the model as a tool error."""
+
+
+class DiskFullError(RuntimeFailure, OSError):
+    """The disk under the hive is full (ENOSPC, EDQUOT): the daemon pauses its writers
+    until space is back. An OSError too, so every `except OSError` still holds."""
 
 
 class StoreError(RuntimeFailure):

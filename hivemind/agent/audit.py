@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hivemind.hive import diskspace
 from hivemind.hive.atomic import LoopFlusher, fsync_all
 from hivemind.hive.filenames import shown
 from hivemind.memory.blocks import utcnow
@@ -108,7 +109,7 @@ class AuditLog:
             # One write: an O_APPEND line is never interleaved with another writer's.
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view) :]
+                view = view[diskspace.write(fd, view, self.path) :]
         finally:
             os.close(fd)
         return record

@@ -337,6 +337,9 @@ class Agent:
             note_model_error(report, exc)
             if fail_refused_tasks(self.s.board, self.name, ctx.active_tasks, report):
                 self.s.task_changed()
+        except Exception as exc:  # a crash: its record says so, the daemon counts its tokens
+            report.error = f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             self.audit.kick()
             if not _cancelling():
@@ -344,8 +347,8 @@ class Agent:
                 # its start line stays open, and the next start marks it interrupted.
                 await start_flushed
                 text = said[-1] if said else ""
+                self.recorded = report  # counted even if its record cannot be written
                 self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
-                self.recorded = report
                 marks_mail = await self._record_flushed(p, report, calls)
         # Mail is marked read only now that the cycle's record is on disk.
         unmoved = None

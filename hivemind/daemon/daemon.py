@@ -22,6 +22,7 @@ from hivemind.agent.perceive import matches_any
 from hivemind.agent.services import HiveFigures, HiveServices
 from hivemind.daemon import outage
 from hivemind.daemon.configwatch import read_hive_toml, watch_hive_toml
+from hivemind.daemon.diskfull import DiskGuard
 from hivemind.daemon.dispatch import Dispatcher
 from hivemind.daemon.gctune import daemon_gc_pace
 from hivemind.daemon.lead import WorkerLead
@@ -77,6 +78,7 @@ class Daemon(WorkerLead):
         self.services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval)
         self.dispatcher = Dispatcher(self.services.board)
         self.runners: dict[str, AgentRunner] = {}
+        self.disk = DiskGuard(hive, self.runners, self.options.backoff, self.request_dispatch)
         # Every agent's loop still running, a removed agent's too (it has left `runners`
         # but its cycle in flight goes on): a stop cuts them all at its grace period.
         self._agent_loops: set[asyncio.Task[None]] = set()
@@ -121,9 +123,8 @@ class Daemon(WorkerLead):
         self._last_activity = time.monotonic()
 
     def _wanted(self, name: str) -> bool:
-        if name == HUMAN:
-            return False  # the person's name: see `Hive.reserved_agent_folder`
-        return self.options.agents is None or name in self.options.agents
+        # Never HUMAN, the person's name: see `Hive.reserved_agent_folder`.
+        return name != HUMAN and (self.options.agents is None or name in self.options.agents)
 
     def _configs(self) -> dict[str, AgentConfig]:
         """Each running agent's config, for routing: read again when a ROM event comes,
@@ -243,6 +244,7 @@ class Daemon(WorkerLead):
                 tg.create_task(self._dispatch_loop()),
                 tg.create_task(self._event_loop(watcher, tg)),
                 tg.create_task(self.status.loop()),
+                tg.create_task(self.disk.loop()),
                 tg.create_task(watch_hive_toml(
                     self.hive, self._hive_toml, self.stopping,
                     self.config.daemon.rescan_interval, self._each_rescan,
@@ -265,7 +267,7 @@ class Daemon(WorkerLead):
     ) -> None:
         agent = Agent(name, self.services)
         if worker is None:
-            agent.recover()  # a worker recovers the agents it runs itself
+            self.disk.recover(agent)  # a worker recovers the agents it runs itself
         runner = AgentRunner(agent=agent, worker=worker)
         self.runners[name] = runner
         self._configs_cache = None
@@ -336,12 +338,12 @@ class Daemon(WorkerLead):
                     self._count(runner.agent.recorded)
                 raise
             except OSError as exc:
-                report = outage.broken_cycle(runner.agent, exc)
+                report = self._broken_cycle(runner, exc)
             except Exception as exc:  # a bug of ours: this agent's cycle fails, not the hive
                 logger.exception("%s: a cycle failed on a bug in hivemind; it is retried "
                                  "after a back-off and the other agents go on (please "
                                  "report it)", runner.agent.name)
-                report = outage.broken_cycle(runner.agent, exc)
+                report = self._broken_cycle(runner, exc)
             finally:
                 runner.busy = False
                 self._in_flight -= 1
@@ -351,7 +353,7 @@ class Daemon(WorkerLead):
 
     async def _take_cycle(self, runner: AgentRunner) -> bool:
         """With --max-cycles N: wait while N cycles are running or have run (one that
-        finds nothing new does not count; see `_after_cycle`). False on a stop."""
+        finds nothing new does not count); and while the disk is full. False on a stop."""
         limit = self.options.max_cycles
         while limit is not None and self._cycles_taken >= limit:
             if runner.stop or self.stopping.is_set():
@@ -359,7 +361,7 @@ class Daemon(WorkerLead):
             self._cycle_freed.clear()
             await self._cycle_freed.wait()
         self._cycles_taken += 1
-        return True
+        return await self.disk.room(self.stopping)
 
     async def _cycle(self, runner: AgentRunner) -> CycleReport:
         """One cycle, here or in the agent's worker process."""
@@ -416,6 +418,12 @@ class Daemon(WorkerLead):
             )
             self.request_dispatch()
 
+    def _broken_cycle(self, runner: AgentRunner, exc: Exception) -> CycleReport:
+        """The filesystem or a bug failed a cycle (see `broken_cycle`); a full disk
+        pauses every agent until space is back."""
+        self.disk.saw(exc)
+        return outage.broken_cycle(runner.agent, exc)
+
     def _count(self, report: CycleReport) -> None:
         self.totals.add(report)
         if self._on_cycle is not None:
@@ -471,7 +479,7 @@ class Daemon(WorkerLead):
             self._dispatched.set()
             for name in result.claimed:
                 self.runners[name].wake.set()
-            self.waiting = result.waiting
+            self.waiting = self.disk.waiting(result.waiting)
             if settle_again is not None:
                 settle_again.cancel()
                 settle_again = None

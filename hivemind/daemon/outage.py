@@ -88,13 +88,15 @@ def waiting_text(runner: AgentRunner) -> str | None:
 
 
 def broken_cycle(agent: Agent, exc: Exception) -> CycleReport:
-    """The filesystem failed under a cycle (a folder replaced by a file, a full disk),
-    or a bug did: the cycle fails visibly and is retried after its back-off; the
-    daemon stays up."""
+    """The filesystem (a folder replaced by a file, a full disk) or a bug failed a cycle:
+    it fails visibly (status, the audit log), counts what it spent (its record's
+    tokens), and is retried after its back-off; the daemon stays up."""
     agent.last_error = f"{type(exc).__name__}: {exc}"
     with contextlib.suppress(OSError):
         agent.audit.append("error", cycle=agent.cycle_no, error=agent.last_error)
-    return CycleReport(agent=agent.name, ran=True, error=agent.last_error, retry=True)
+    report = agent.recorded or CycleReport(agent=agent.name)  # its tokens were spent
+    report.ran, report.error, report.retry = True, agent.last_error, True
+    return report
 
 
 def pause_if_refused(daemon: Daemon, runner: AgentRunner, report: CycleReport) -> None:

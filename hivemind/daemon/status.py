@@ -141,6 +141,7 @@ class StatusWriter:
             # Each worker process: its pid and agents, and how it ended if it died.
             "workers": [link.status() for link in d.workers],
             "waiting_tasks": [{"id": t, "why": why} for t, why in d.waiting[:50]],
+            "disk_full": d.disk.problem,  # why nothing is written now, while the disk is full
             "totals": d.totals.as_dict(),
         }
 

@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from hivemind.agent.budget import BudgetTracker
-from hivemind.agent.cycle import Agent
+from hivemind.agent.cycle import Agent, CycleReport
 from hivemind.agent.services import HiveFigures, HiveServices
 from hivemind.daemon.gctune import daemon_gc_pace
 from hivemind.daemon.lock import hold_as_worker, keep_holding
@@ -61,19 +61,22 @@ class AgentState:
     last_error: str | None
     config_error: str | None
     budget: BudgetTracker
+    recorded: CycleReport | None = None  # of a cycle that crashed after its record
 
     @classmethod
     def of(cls, agent: Agent) -> AgentState:
         # The lead shows the day's spending; the per-task ledger stays with the worker,
         # which is where budgets are enforced (and it grows with every task).
         budget = dataclasses.replace(agent.budget, per_task={})
-        return cls(agent.cycle_no, agent.last_error, agent.config_error, budget)
+        return cls(agent.cycle_no, agent.last_error, agent.config_error, budget,
+                   agent.recorded)
 
     def apply(self, agent: Agent) -> None:
         agent.cycle_no = self.cycle_no
         agent.last_error = self.last_error
         agent.config_error = self.config_error
         agent.budget = self.budget
+        agent.recorded = self.recorded  # a crashed cycle's tokens count in the lead
 
 
 def worker_main(spec: WorkerSpec, conn: Connection) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Final, Literal, TypeVar, cast
 
+from hivemind.hive import diskspace
 from hivemind.hive.filenames import fitted
 
 # link(2) refused for reasons that say "this filesystem cannot", not "the name is taken".
@@ -52,8 +53,7 @@ _TEMP_NAME = re.compile(r"\A\..+\.(\d+)-[0-9a-f]{6}-\d+\.tmp\Z", re.DOTALL)
 
 def temp_writer(name: str) -> int | None:
     """The pid of the process that made `name` with `temp_name`; None for other names."""
-    match = _TEMP_NAME.match(name)
-    return int(match.group(1)) if match else None
+    return int(match.group(1)) if (match := _TEMP_NAME.match(name)) else None
 
 
 def fsync_dir(path: Path) -> None:
@@ -238,7 +238,7 @@ def write_temp(directory: Path, name: str, data: bytes, *, fsync: bool = True) -
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view) :]
+            view = view[diskspace.write(fd, view, tmp) :]
         if fsync:
             group_flush.flush(fd)
     except BaseException:

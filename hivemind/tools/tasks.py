@@ -5,7 +5,9 @@ An agent can only complete or fail a task it holds (in tasks/active/<agent>/).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -112,11 +114,20 @@ def _dependencies(ctx: ToolContext, task_id: str, given: list[str]) -> list[str]
     return deps
 
 
-async def _finish(ctx: ToolContext, task_id: str, text: str, success: bool) -> TaskRef:
-    """Move the task, then consolidate its memory."""
+async def _finish(
+    ctx: ToolContext, task_id: str, text: str, success: bool, notice: list[Path]
+) -> TaskRef:
+    """Move the task, then consolidate its memory. A move that fails (a full disk) takes
+    back its `notice` still unread: nobody is told of an end that did not happen."""
     ref, board = ctx.active_tasks[task_id], ctx.board
     steps = board.complete_steps if success else board.fail_steps
-    after = await run_async(steps(ref, text, ctx.agent))
+    try:
+        after = await run_async(steps(ref, text, ctx.agent))
+    except BaseException:
+        for path in notice:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)  # in new/ still: unread; a read one stays
+        raise
     del ctx.active_tasks[task_id]
     (ctx.effects.tasks_completed if success else ctx.effects.tasks_failed).append(task_id)
     end_task_memory(ctx, ref, success)
@@ -127,8 +138,8 @@ async def complete_task(ctx: ToolContext, args: CompleteTaskInput) -> str:
     ref = _held(ctx, args.task_id)
     ctx.board.check_held(ref, ctx.agent)  # no notice for a task that will not end
     ref = await check_as_seen(ctx, ref)
-    await _notify(ctx, ref, "done", args.result)
-    done = await _finish(ctx, args.task_id, args.result, True)
+    notice = await _notify(ctx, ref, "done", args.result)
+    done = await _finish(ctx, args.task_id, args.result, True, notice)
     return f"task {args.task_id} is done ({ctx.hive.relative(done.path)})"
 
 
@@ -136,8 +147,8 @@ async def fail_task(ctx: ToolContext, args: FailTaskInput) -> str:
     ref = _held(ctx, args.task_id)
     ctx.board.check_held(ref, ctx.agent)
     ref = await check_as_seen(ctx, ref)
-    await _notify(ctx, ref, "failed", args.reason)
-    after = await _finish(ctx, args.task_id, args.reason, False)
+    notice = await _notify(ctx, ref, "failed", args.reason)
+    after = await _finish(ctx, args.task_id, args.reason, False, notice)
     return f"task {args.task_id} failed; now {after.state.value}"
 
 
@@ -148,7 +159,7 @@ def notice_id(ref: TaskRef, outcome: str) -> str:
     return f"{outcome}-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
 
 
-async def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> None:
+async def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> list[Path]:
     """Tell whoever asked for the task (reply_to, else its creator) how it ended.
 
     Sent before the task moves, under an id fixed by the claim: a crash between the
@@ -156,7 +167,7 @@ async def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> No
     """
     to = ref.task.reply_to or ref.task.created_by
     if not to or to == ctx.agent:
-        return  # a file dropped by hand: its outcome is in tasks/done/ or tasks/failed/
+        return []  # a file dropped by hand: its outcome is in tasks/done/ or tasks/failed/
     if to != HUMAN and not ctx.hive.is_agent(to):
         # A reply_to misspelt, or an agent removed since: the task must still end, and
         # its outcome reach someone.
@@ -164,7 +175,7 @@ async def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> No
             f"\n\n{text}"
         to = HUMAN
     title = ref.task.title or ref.task.id
-    await run_async(ctx.post.send_steps(
+    delivered = await run_async(ctx.post.send_steps(
         ctx.agent, to, f"[{outcome}] {title}", text, task=ref.task.id,
         id=notice_id(ref, outcome),
     ))
@@ -172,6 +183,7 @@ async def _notify(ctx: ToolContext, ref: TaskRef, outcome: str, text: str) -> No
         ctx.on_mail([to])
     if ctx.on_task_change is not None:
         ctx.on_task_change()
+    return delivered
 
 
 def _finishing(tool_input: dict[str, Any]) -> Footprint:

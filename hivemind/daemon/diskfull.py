@@ -1,0 +1,126 @@
+"""A full disk under the hive: the daemon's writers wait, and resume by themselves.
+
+With no space left, a cycle would pay a model call whose outcome it cannot write. So
+the first write that finds the disk full (a tool's, the audit log's, a start-up's)
+pauses the hive: no cycle starts, one line says why (the console, status.json, the
+waiting list), and a probe writes a small file with back-off until one fits. Then
+every agent resumes at once, and an agent whose start-up could not write recovers
+first (its interrupted cycles marked, its counters read back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hivemind.hive.diskspace import has_space, is_full
+from hivemind.hive.layout import Hive
+
+if TYPE_CHECKING:
+    from hivemind.agent.cycle import Agent
+    from hivemind.daemon.runner import AgentRunner
+
+logger = logging.getLogger(__name__)
+
+PROBE_MAX = 10.0
+"""Seconds between two looks for space, at most (the back-off doubles up to it)."""
+FULL = "(disk full)"
+"""The waiting list's name for the pause: no task waits on its own, the hive does."""
+
+
+class DiskGuard:
+    """Pauses the daemon's cycles while the hive's disk is full; see the module."""
+
+    def __init__(
+        self, hive: Hive, runners: dict[str, AgentRunner], backoff: float,
+        on_resume: Callable[[], None],
+    ) -> None:
+        self.hive = hive
+        self.runners = runners
+        self.backoff = backoff
+        self.on_resume = on_resume
+        self.problem: str | None = None  # the line that says why the hive waits
+        self._space = asyncio.Event()
+        self._space.set()
+        self._filled = asyncio.Event()  # wakes the probe
+        self._unrecovered: set[str] = set()
+
+    @property
+    def full(self) -> bool:
+        return not self._space.is_set()
+
+    def saw(self, exc: BaseException) -> bool:
+        """True if `exc` says the disk is full; the hive then pauses (said once)."""
+        if not is_full(exc):
+            return False
+        if not self.full:
+            assert isinstance(exc, OSError)
+            named = exc.filename  # often a temp name: its folder says more
+            where = self.hive.relative(Path(os.fsdecode(named)).parent) if named else "."
+            self.problem = (f"the disk is full (writing in {where}/: {exc.strerror or exc}): "
+                            "the agents wait, and go on by themselves once space is freed")
+            logger.warning("%s", self.problem)
+            self._space.clear()
+            self._filled.set()
+        return True
+
+    def recover(self, agent: Agent) -> None:
+        """`agent.recover()`; on a full disk the daemon starts all the same, says why it
+        cannot write, and recovers the agent once space is back."""
+        try:
+            agent.recover()
+        except OSError as exc:
+            if not self.saw(exc):
+                raise
+            self._unrecovered.add(agent.name)
+
+    async def room(self, stopping: asyncio.Event) -> bool:
+        """Wait while the disk is full; False if the daemon stops meanwhile."""
+        if not self.full:
+            return True
+        waits = [asyncio.ensure_future(self._space.wait()),
+                 asyncio.ensure_future(stopping.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        return not stopping.is_set()
+
+    def waiting(self, waiting: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The waiting list, with the pause first while there is one."""
+        return [(FULL, self.problem), *waiting] if self.problem else waiting
+
+    async def loop(self) -> None:
+        """The probe: while the disk is full, look for space with back-off."""
+        while True:
+            await self._filled.wait()
+            delay = self.backoff
+            while True:
+                await asyncio.sleep(delay)
+                try:
+                    if await asyncio.to_thread(has_space, self.hive.state_dir):
+                        break
+                except OSError as exc:  # not a full disk: said, and looked at again
+                    logger.warning("%s: cannot be written: %s", self.hive.state_dir, exc)
+                delay = min(PROBE_MAX, delay * 2)
+            self._filled.clear()
+            self._resume()
+
+    def _resume(self) -> None:
+        logger.warning("the disk has space again: the agents go on")
+        self.problem = None
+        self._space.set()
+        for name in sorted(self._unrecovered):
+            self._unrecovered.discard(name)
+            runner = self.runners.get(name)
+            if runner is not None and runner.worker is None:
+                self.recover(runner.agent)  # full again: paused again, tried later
+        for runner in self.runners.values():
+            runner.retry_at, runner.failures = 0.0, 0
+            runner.wake.set()
+        self.on_resume()

@@ -1,0 +1,135 @@
+"""A full disk pauses the hive's writers and the hive goes on by itself once space is
+back; nothing is told before it is on disk, and nothing spent goes uncounted.
+
+The disk "fills up" through the seam every durable write goes through
+(`hivemind.hive.diskspace.write`), swapped here for one that refuses some paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.hive import diskspace
+from hivemind.hive.layout import Hive
+from hivemind.hive.mailbox import Mailbox
+from tests import scripted_model
+from tests.fake_anthropic import FakeAnthropic
+from tests.helpers import fast_config, until, write_agent, write_task
+from tests.scripted_model import task_completer
+
+
+class FakeDisk:
+    """The seam's stand-in: while `full`, writes of the paths `refuses` names fail."""
+
+    def __init__(self, refuses: Callable[[Path], bool]) -> None:
+        self.full = False
+        self.refuses = refuses
+        self.refused: list[Path] = []
+
+    def write(self, fd: int, data: bytes | memoryview, path: Path) -> int:
+        if self.full and self.refuses(Path(path)):
+            self.refused.append(Path(path))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path))
+        return os.write(fd, data)
+
+
+def audit(hive: Hive, agent: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in hive.audit_path(agent).read_text().splitlines() if x]
+
+
+def notices(hive: Hive) -> list[str]:
+    return [m.message.subject for m in Mailbox(hive, "human").unread()]
+
+
+def test_a_full_disk_pauses_the_hive_and_it_resumes_once_space_is_back(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nearly full: a notice and an audit line still fit, a task file does not.
+    disk = FakeDisk(lambda p: "tasks" in p.parts or p.name.startswith(".space-probe"))
+    monkeypatch.setattr(diskspace, "write", disk.write)
+    write_agent(hive, "worker")
+    write_agent(hive, "other")
+    write_task(hive, "t1", front="assignee: worker\nreply_to: human\n")
+    disk.full = True
+
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        daemon = Daemon(hive, fast_config(hive), scripted_model.provider(api),
+                        RunOptions(backoff=0.05))
+
+        async def main() -> None:
+            run = asyncio.create_task(daemon.run())
+            await until(lambda: daemon.disk.full, "the daemon sees the disk is full")
+            calls = len(api.message_requests)
+            write_task(hive, "t2", front="assignee: other\n")  # arrives while full
+            await asyncio.sleep(0.6)
+            # Paused: no model call while nothing can be written, and it says why.
+            assert len(api.message_requests) == calls
+            assert "the disk is full" in daemon.waiting[0][1]
+            await until(lambda: "writing in tasks/active/worker/" in str(
+                json.loads(hive.status_file.read_text())["disk_full"]), "status.json says so")
+            # No [done] notice for a task still held.
+            assert (hive.active_dir_for("worker") / "t1.md").exists()
+            assert notices(hive) == []
+            disk.full = False  # space freed: nobody restarts anything
+            await until(lambda: (hive.done_dir / "t1.md").exists()
+                        and (hive.done_dir / "t2.md").exists(), "both tasks are done",
+                        timeout=10)
+            await until(lambda: daemon.disk.problem is None, "the pause is lifted")
+            daemon.stop("test")
+            await run
+
+        asyncio.run(main())
+
+    assert notices(hive) == ["[done] t1"]
+    [crashed, *_] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert "No space left on device" in crashed["error"]  # the record says what happened
+    # The crashed cycle's tokens count in the run's figures (3 calls of 10 input tokens).
+    assert daemon.totals.usage.input_tokens == 10 * len(api.message_requests)
+
+
+def test_a_restart_on_a_full_disk_starts_says_why_and_recovers_later(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    disk = FakeDisk(lambda p: True)  # full: not one byte more
+    monkeypatch.setattr(diskspace, "write", disk.write)
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    # A cycle a kill cut short: the start marks it interrupted, which needs a write.
+    hive.audit_path("worker").parent.mkdir(parents=True, exist_ok=True)
+    hive.audit_path("worker").write_text(json.dumps(
+        {"event": "cycle_start", "at": "2026-01-01T00:00:00+00:00", "cycle": 7,
+         "tasks": [], "mail": []}) + "\n")
+    disk.full = True
+
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        daemon = Daemon(hive, fast_config(hive), scripted_model.provider(api),
+                        RunOptions(backoff=0.05))
+
+        async def main() -> None:
+            run = asyncio.create_task(daemon.run())
+            await until(lambda: daemon.disk.full, "the daemon says the disk is full")
+            await asyncio.sleep(0.3)
+            assert not run.done()  # it started, and waits
+            assert api.message_requests == []
+            disk.full = False
+            await until((hive.done_dir / "t1.md").exists, "t1 is done", timeout=10)
+            daemon.stop("test")
+            await run
+
+        asyncio.run(main())
+
+    assert "the disk is full (writing in .hivemind/audit/" in caplog.text
+    records = audit(hive, "worker")
+    assert [r["cycle"] for r in records if r["event"] == "interrupted"] == [7]
+    assert [r["cycle"] for r in records if r["event"] == "cycle"] == [8]  # numbered on
