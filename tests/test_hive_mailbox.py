@@ -203,6 +203,28 @@ def test_a_symlink_in_new_is_not_read(hive: Hive, tmp_path: Path) -> None:
     assert box.unread() == []
 
 
+def test_a_symlink_in_new_is_warned_of_once_while_the_daemon_runs(
+    hive: Hive, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_agent(hive, "bob", front="heartbeat: 0.05\n")
+    box = Mailbox(hive, "bob").ensure()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password")
+    (box.new_dir / "link.md").symlink_to(secret)
+    daemon = Daemon(hive, fast_config(hive), CountingProvider(),
+                    RunOptions(until_idle=True, idle_settle=0.2))
+
+    async def main() -> None:
+        run = asyncio.create_task(daemon.run())
+        await asyncio.sleep(1.5)  # heartbeats, status refreshes, idle checks
+        daemon.stop("test")
+        await run
+
+    asyncio.run(main())
+    said = [r for r in caplog.records if "link.md: not a regular file" in r.getMessage()]
+    assert len(said) == 1
+
+
 # -- a file name or an `id:` used again by hand ---------------------------------------
 
 

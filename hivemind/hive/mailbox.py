@@ -36,6 +36,7 @@ from hivemind.hive.filenames import NOT_UTF8, fitted, is_utf8, safe, shown
 from hivemind.hive.frontmatter import MAX_FILE_BYTES, message_from_text, render_message
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.models import MAX_ID_LENGTH, Message, check_file_id
+from hivemind.hive.sayonce import warn_once
 from hivemind.hive.settling import writer_open
 from hivemind.hive.statcache import StatCache
 from hivemind.memory.blocks import utcnow
@@ -245,7 +246,8 @@ class Mailbox:
                 if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
                     # A symlink or a hard link could pull a file from outside the hive
                     # into a prompt (a delivery's own link lasts a moment: seen next look).
-                    logger.warning("%s: not a regular file; not read as mail", path)
+                    warn_once(logger, (path, st.st_ino, "not regular"),
+                              "%s: not a regular file; not read as mail", path)
                     continue
                 if not read and self.settle_time > 0 and now - st.st_mtime < self.settle_time:
                     continue
