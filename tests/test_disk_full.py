@@ -130,6 +130,7 @@ def test_a_restart_on_a_full_disk_starts_says_why_and_recovers_later(
         asyncio.run(main())
 
     assert "the disk is full (writing in .hivemind/audit/" in caplog.text
+    assert "daemon.lock: the pid cannot be written" in caplog.text  # locked all the same
     records = audit(hive, "worker")
     assert [r["cycle"] for r in records if r["event"] == "interrupted"] == [7]
     assert [r["cycle"] for r in records if r["event"] == "cycle"] == [8]  # numbered on

@@ -468,6 +468,7 @@ class Daemon(WorkerLead):
                 result = self.dispatcher.dispatch(configs, changed, self._away())
             except OSError as exc:
                 self._dispatched.set()
+                self.disk.saw(exc)  # (a .reason file that does not fit): the hive waits
                 self._full_dispatch_at = 0.0
                 # The board itself is broken (e.g. tasks/active/<agent> is a file): say so
                 # in status.json and look again later, without counting as activity.

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from hivemind.errors import HiveLockedError, LockUnavailableError
+from hivemind.hive import diskspace
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)
@@ -81,8 +82,16 @@ class HiveLock:
                 "locks to keep a second daemon off the hive (on NFS: a running lock manager)"
             ) from None
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.fsync(fd)
+        try:
+            diskspace.write(fd, f"{os.getpid()}\n".encode(), path)
+            os.fsync(fd)
+        except OSError as exc:
+            if not diskspace.is_full(exc):
+                os.close(fd)
+                raise
+            # Locked all the same: the pid only tells `hivemind status` who holds it.
+            logger.warning("%s: the pid cannot be written (%s); the hive is locked all "
+                           "the same", self.hive.relative(path), exc.strerror or exc)
         return fd
 
     def _owner(self) -> int | None:
