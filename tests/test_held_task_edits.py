@@ -3,6 +3,7 @@ its writer left it, and the model is shown the edit before the task may end."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -78,3 +79,32 @@ def test_an_append_during_the_model_call_is_shown_to_the_model_before_the_end(
     assert "ALSO: refund the shipping." in result
     done = (hive.done_dir / "t1.md").read_text()
     assert "ALSO: refund the shipping.\n\n## Result\n\nRefund sent.\n" in done
+
+
+def test_an_edit_during_a_call_that_ends_in_text_wakes_the_agent_again(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1", "Refund order 42.")
+    held = hive.active_dir_for("worker") / "t1.md"
+    requests: list[dict[str, Any]] = []
+
+    def model(body: Any) -> Reply:
+        requests.append(body)
+        tasks = json.dumps(scripted_model.context_entries(body))
+        if "ALSO" not in tasks:  # the first look: an edit comes while it thinks
+            with held.open("a") as f:
+                f.write("\nALSO: refund the shipping.\n")
+            return Reply(body=message_body([{"type": "text", "text": "Looking into it."}]),
+                         delay=0.3)
+        if is_first_round(body):
+            call = tool_use(9, "complete_task", task_id="t1", result="Both refunded.")
+            return Reply(body=message_body([call], stop_reason="tool_use"))
+        return text_reply("finished")
+
+    with FakeAnthropic() as api:
+        api.responder = model
+        run_until_idle(hive, scripted_model.provider(api))
+
+    firsts = [b for b in requests if is_first_round(b)]
+    assert len(firsts) == 2  # woken again after the call, by the edit alone
+    assert "ALSO: refund the shipping." in json.dumps(scripted_model.context_entries(firsts[1]))
+    assert "Both refunded." in (hive.done_dir / "t1.md").read_text()
