@@ -134,3 +134,36 @@ def test_a_restart_on_a_full_disk_starts_says_why_and_recovers_later(
     records = audit(hive, "worker")
     assert [r["cycle"] for r in records if r["event"] == "interrupted"] == [7]
     assert [r["cycle"] for r in records if r["event"] == "cycle"] == [8]  # numbered on
+
+
+def test_a_cycle_whose_record_cannot_be_written_still_counts_its_tokens(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = FakeDisk(lambda p: True)
+    monkeypatch.setattr(diskspace, "write", disk.write)
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+
+    def fills_the_disk(body: Any) -> Any:
+        disk.full = disk.full or not api.message_requests[1:]  # during the first call
+        return task_completer(body)
+
+    with FakeAnthropic() as api:
+        api.responder = fills_the_disk
+        daemon = Daemon(hive, fast_config(hive), scripted_model.provider(api),
+                        RunOptions(backoff=0.05))
+
+        async def main() -> None:
+            run = asyncio.create_task(daemon.run())
+            await until(lambda: daemon.disk.full, "the daemon sees the disk is full")
+            await until(lambda: daemon.totals.cycles == 1, "the failed cycle is counted")
+            assert daemon.totals.usage.input_tokens == 10  # its one call, unrecorded
+            assert daemon.totals.errors == 1
+            disk.full = False
+            await until((hive.done_dir / "t1.md").exists, "t1 is done", timeout=10)
+            daemon.stop("test")
+            await run
+
+        asyncio.run(main())
+
+    assert daemon.totals.usage.input_tokens == 10 * len(api.message_requests)
