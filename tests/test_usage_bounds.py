@@ -58,3 +58,26 @@ def test_usage_out_of_bounds_is_clamped_and_said(
     assert len(notes) == 2 and all(named in n for n in notes)
     assert named in caplog.text
     assert (hive.done_dir / "t1.md").exists()  # the work itself went on
+
+
+def test_a_cycle_a_bug_ends_counts_its_tokens_and_its_record_says_why(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hivemind.agent.toolrun import ToolRunner
+
+    def bug(*_: object) -> bool:
+        raise RuntimeError("a bug after the model call")
+
+    monkeypatch.setattr(ToolRunner, "break_loops", bug)  # hit once the calls have run
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = task_completer
+        daemon = run_until_idle(hive, scripted_model.provider(api), timeout=20)
+        calls = len(api.message_requests)
+
+    cycles = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert cycles and all(r["error"] == "RuntimeError: a bug after the model call"
+                          for r in cycles)
+    assert calls >= 1 and daemon.totals.usage.input_tokens == 10 * calls
+    assert daemon.totals.errors == daemon.totals.cycles == len(cycles)
