@@ -35,11 +35,14 @@ def done(text: str) -> str:
          "---\n# keep me\nstatus: done\npriority: medium\nagent: ann\n"
          "finished_at: 2026-11-26T12:00:00+00:00\nid: job\ntitle: job\n---\nDo it.\n\n"
          "## Result\n\nok\n"),
+        ("---\nid: 42\n---\nDo it.\n",
+         "---\nid: 42\nstatus: done\nagent: ann\nfinished_at: 2026-11-26T12:00:00+00:00\n"
+         'title: "42"\n---\nDo it.\n\n## Result\n\nok\n'),
         ("---\r\nid: job\r\nagent: |\r\n  someone\r\n---\r\nDo it.\r\n",
          "---\r\nid: job\r\nagent: ann\nstatus: done\nfinished_at: 2026-11-26T12:00:00+00:00\n"
          "title: job\n---\r\nDo it.\r\n\n## Result\n\nok\n"),
     ],
-    ids=["no-front-matter", "comments-and-defaults", "crlf-and-block-value"],
+    ids=["no-front-matter", "comments-and-defaults", "a-numeric-id", "crlf-and-block-value"],
 )
 def test_only_the_runtime_fields_change(given: str, expected: str) -> None:
     assert done(given) == expected

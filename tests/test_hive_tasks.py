@@ -369,6 +369,15 @@ def test_a_failed_task_keeps_every_line_the_person_wrote(hive: Hive, board: Task
     assert (task.attempts, task.status, task.agent) == (2, TaskState.FAILED, "bob")
 
 
+def test_ending_a_task_does_not_warn_of_its_fields_again(
+    hive: Hive, board: TaskBoard, caplog: pytest.LogCaptureFixture
+) -> None:
+    drop(hive, "refund.md", PERSONS_TASK)
+    board.complete(board.claim(pending_one(board), "ann"), "Refunded.", "ann")  # type: ignore[arg-type]
+    said = [r for r in caplog.records if "unknown field 'labels'" in r.getMessage()]
+    assert len(said) == 1  # when it was first read, not again as it ends
+
+
 def test_a_flow_style_front_matter_still_ends_whole(hive: Hive, board: TaskBoard) -> None:
     drop(hive, "job.md", "---\n{priority: high}\n---\n# Job\n")
     done = board.complete(board.claim(pending_one(board), "ann"), "ok", "ann")  # type: ignore[arg-type]

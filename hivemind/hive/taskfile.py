@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from hivemind.errors import FileFormatError
-from hivemind.hive.document import dump_front
-from hivemind.hive.frontmatter import render_task, task_from_text
+from hivemind.hive.document import dump_front, parse
+from hivemind.hive.frontmatter import render_task
 from hivemind.hive.models import Task
 
 logger = logging.getLogger(__name__)
@@ -25,7 +26,6 @@ logger = logging.getLogger(__name__)
 _FENCE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
 # The lines a top-level field's value may continue on: indented, or a block list item.
 _CONTINUATION = re.compile(r"^(?:[ \t]|-[ \t]|-\r?$)")
-_CHECKED = ("id", "status", "agent", "attempts", "claimed_at", "finished_at", "body")
 
 
 def ended_text(
@@ -37,16 +37,28 @@ def ended_text(
     line by line (e.g. a `{...}` flow mapping)."""
     fields = {key: getattr(task, key) for key in owned}
     out = _edited(text, fields, {"id": task.id, "title": task.title}, heading, section)
-    try:
-        back = task_from_text(out, path.with_name(f"{task.id}.md"))
-    except FileFormatError:
-        back = None
-    want = task.model_dump(include=set(_CHECKED))
-    if back is None or back.model_dump(include=set(_CHECKED)) != want:
+    if not _reads_back(out, path, task, owned):
         logger.info("%s: its front matter is rewritten whole (it cannot be edited line by "
                     "line)", path)
         return render_task(task)
     return out
+
+
+def _reads_back(text: str, path: Path, task: Task, owned: tuple[str, ...]) -> bool:
+    """True if `text` reads back as `task` for the fields set and the body (parsed as a
+    document only: its unknown fields were warned of when it was first read)."""
+    try:
+        doc = parse(text, path)
+    except FileFormatError:
+        return False
+    for key in (*owned, "id"):
+        want = getattr(task, key)
+        got = doc.front.get(key)
+        if key == "id" and isinstance(got, int):
+            got = str(got)  # `id: 42` names task "42"
+        if (want.value if isinstance(want, Enum) else want) != got:
+            return False
+    return doc.body == task.body
 
 
 def _edited(

@@ -36,6 +36,7 @@ from hivemind.hive.frontmatter import (
 )
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task, TaskState, check_file_id
+from hivemind.hive.statcache import sig_of
 from hivemind.hive.taskfile import ended_text
 from hivemind.hive.taskindex import TaskIndex
 from hivemind.hive.taskref import TaskRef, append_section, as_utc, md_files, slugify
@@ -175,8 +176,11 @@ class TaskBoard(TaskIndex):
         """The held task's file as it stands (its text and the task it reads as)."""
         task = self._owned(ref, agent)
         try:
+            before = os.lstat(ref.path)
             text = read_text(ref.path)
-            return text, task_from_text(text, ref.path)
+            if sig_of(os.lstat(ref.path)) == sig_of(before):  # the version parsed before
+                return text, self._parsed.load(ref.path, before, task_from_text)
+            return text, task_from_text(text, ref.path)  # changed as it was read
         except (OSError, FileFormatError) as exc:
             # Changed again since `_owned` read it: that version ends, rendered whole.
             logger.warning("%s: %s; the task ends as it was read before", ref.path, exc)
