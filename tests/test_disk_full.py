@@ -8,10 +8,12 @@ The disk "fills up" through the seam every durable write goes through
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import json
 import os
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,10 @@ from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive import diskspace
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
+from hivemind.llm.offline import OfflineProvider
 from tests import scripted_model
 from tests.fake_anthropic import FakeAnthropic
-from tests.helpers import fast_config, until, write_agent, write_task
+from tests.helpers import fast_config, run_until_idle, until, write_agent, write_task
 from tests.scripted_model import task_completer
 
 
@@ -167,3 +170,44 @@ def test_a_cycle_whose_record_cannot_be_written_still_counts_its_tokens(
         asyncio.run(main())
 
     assert daemon.totals.usage.input_tokens == 10 * len(api.message_requests)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MB tmpfs of its own (root only; skipped where it cannot be mounted)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                          capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"no tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_restart_on_a_really_full_disk_starts_and_catches_up(small_disk: Path) -> None:
+    hive = Hive(small_disk / "hive").ensure()
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    run_until_idle(hive)  # the memory store, the audit log: made while there is space
+    write_task(hive, "t2")
+    filler = small_disk / "filler"
+    with filler.open("wb") as f, contextlib.suppress(OSError):
+        while True:
+            f.write(b"\0" * 65536)
+    daemon = Daemon(hive, fast_config(hive), OfflineProvider(), RunOptions(backoff=0.05))
+
+    async def main() -> None:
+        run = asyncio.create_task(daemon.run())
+        await until(lambda: daemon.disk.full, "the daemon says the disk is full")
+        await asyncio.sleep(0.3)
+        assert not run.done() and not (hive.done_dir / "t2.md").exists()
+        filler.unlink()
+        await until((hive.done_dir / "t2.md").exists, "t2 is done", timeout=10)
+        daemon.stop("test")
+        await run
+
+    asyncio.run(main())
+    assert daemon.disk.problem is None and daemon.services.ltm is not None

@@ -36,7 +36,6 @@ from hivemind.hive.leftovers import sweep_temps
 from hivemind.hive.models import AgentConfig, HiveConfig
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 from hivemind.llm.base import Provider
-from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import utcnow
 
 logger = logging.getLogger(__name__)
@@ -75,10 +74,10 @@ class Daemon(WorkerLead):
         self.services.mail_sent = self.wake_agents
         self.services.figures = self.figures = HiveFigures(self.services)
         self.services.board.on_load_change = self._board_moved
-        self.services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval)
-        self.dispatcher = Dispatcher(self.services.board)
         self.runners: dict[str, AgentRunner] = {}
         self.disk = DiskGuard(hive, self.runners, self.options.backoff, self.request_dispatch)
+        self.disk.open_store(self.services, config)  # on a full disk: once it has space
+        self.dispatcher = Dispatcher(self.services.board)
         # Every agent's loop still running, a removed agent's too (it has left `runners`
         # but its cycle in flight goes on): a stop cuts them all at its grace period.
         self._agent_loops: set[asyncio.Task[None]] = set()

@@ -11,17 +11,22 @@ first (its interrupted cycles marked, its counters read back).
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hivemind.errors import StoreError
 from hivemind.hive.diskspace import has_space, is_full
 from hivemind.hive.layout import Hive
+from hivemind.hive.models import HiveConfig
+from hivemind.ltm.store import LongTermMemory
 
 if TYPE_CHECKING:
     from hivemind.agent.cycle import Agent
+    from hivemind.agent.services import HiveServices
     from hivemind.daemon.runner import AgentRunner
 
 logger = logging.getLogger(__name__)
@@ -48,6 +53,7 @@ class DiskGuard:
         self._space.set()
         self._filled = asyncio.Event()  # wakes the probe
         self._unrecovered: set[str] = set()
+        self._later: list[Callable[[], None]] = []  # what a full disk put off
 
     @property
     def full(self) -> bool:
@@ -67,6 +73,18 @@ class DiskGuard:
             self._space.clear()
             self._filled.set()
         return True
+
+    def open_store(self, services: HiveServices, config: HiveConfig) -> None:
+        """Open the long-term memory store into `services`; on a disk too full to open
+        it, the agents start without it (said), and it opens once space is back."""
+        try:
+            services.ltm = LongTermMemory(self.hive, config.memory, config.agents.retrieval)
+        except StoreError:
+            if has_space(self.hive.state_dir):
+                raise  # not the disk: the one line that says what is wrong, as ever
+            path = self.hive.memory_db
+            self.saw(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path)))
+            self._later.append(lambda: self.open_store(services, config))
 
     def recover(self, agent: Agent) -> None:
         """`agent.recover()`; on a full disk the daemon starts all the same, says why it
@@ -115,6 +133,9 @@ class DiskGuard:
         logger.warning("the disk has space again: the agents go on")
         self.problem = None
         self._space.set()
+        later, self._later = self._later, []
+        for step in later:
+            step()  # full again: paused again, tried later
         for name in sorted(self._unrecovered):
             self._unrecovered.discard(name)
             runner = self.runners.get(name)
