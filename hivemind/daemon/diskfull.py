@@ -66,9 +66,10 @@ class DiskGuard:
         if not self.full:
             assert isinstance(exc, OSError)
             named = exc.filename  # often a temp name: its folder says more
-            where = self.hive.relative(Path(os.fsdecode(named)).parent) if named else "."
-            self.problem = (f"the disk is full (writing in {where}/: {exc.strerror or exc}): "
-                            "the agents wait, and go on by themselves once space is freed")
+            where = (f"writing in {self.hive.relative(Path(os.fsdecode(named)).parent)}/: "
+                     if named else "")
+            self.problem = (f"the disk is full ({where}{exc.strerror or exc}): the agents "
+                            "wait, and go on by themselves once space is freed")
             logger.warning("%s", self.problem)
             self._space.clear()
             self._filled.set()

@@ -32,9 +32,10 @@ def is_full(exc: BaseException) -> bool:
 
 def full_error(exc: OSError, hive_root: Path) -> DiskFullError:
     """`exc` (a full disk) as the runtime's error, naming the file it could not write."""
-    where = exc.filename if exc.filename is not None else hive_root
-    return DiskFullError(exc.errno or errno.ENOSPC,
-                         exc.strerror or os.strerror(errno.ENOSPC), where)
+    code, text = exc.errno or errno.ENOSPC, exc.strerror or os.strerror(errno.ENOSPC)
+    if exc.filename is None:  # a flush names no file
+        return DiskFullError(code, f"{text} (under {hive_root})")
+    return DiskFullError(code, text, os.fsdecode(exc.filename))
 
 
 def has_space(folder: Path) -> bool:
