@@ -22,6 +22,7 @@ from hivemind.errors import StoreError
 from hivemind.hive.diskspace import has_space, is_full
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import HiveConfig
+from hivemind.hive.sayonce import warn_once
 from hivemind.ltm.store import LongTermMemory
 
 if TYPE_CHECKING:
@@ -81,7 +82,11 @@ class DiskGuard:
         try:
             services.ltm = LongTermMemory(self.hive, config.memory, config.agents.retrieval)
         except StoreError:
-            if has_space(self.hive.state_dir):
+            try:
+                space = has_space(self.hive.state_dir)
+            except OSError:
+                space = True  # .hivemind/ itself is the trouble, not the disk
+            if space:
                 raise  # not the disk: the one line that says what is wrong, as ever
             path = self.hive.memory_db
             self.saw(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path)))
@@ -124,8 +129,9 @@ class DiskGuard:
                 try:
                     if await asyncio.to_thread(has_space, self.hive.state_dir):
                         break
-                except OSError as exc:  # not a full disk: said, and looked at again
-                    logger.warning("%s: cannot be written: %s", self.hive.state_dir, exc)
+                except OSError as exc:  # not a full disk: said once, and looked at again
+                    warn_once(logger, (self.hive.state_dir, exc.errno),
+                              "%s: cannot be written: %s", self.hive.state_dir, exc)
                 delay = min(PROBE_MAX, delay * 2)
             self._filled.clear()
             self._resume()
