@@ -19,11 +19,18 @@ from typing import Any
 
 import pytest
 
+from hivemind.agent.services import HiveServices
 from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.errors import DiskFullError
 from hivemind.hive import diskspace
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
+from hivemind.hive.models import AgentConfig
+from hivemind.llm.base import ToolCall
 from hivemind.llm.offline import OfflineProvider
+from hivemind.ltm.store import LongTermMemory
+from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.tools.base import ToolContext
 from tests import scripted_model
 from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import fast_config, run_until_idle, until, write_agent, write_task
@@ -194,7 +201,7 @@ def test_a_restart_on_a_really_full_disk_starts_and_catches_up(small_disk: Path)
     run_until_idle(hive)  # the memory store, the audit log: made while there is space
     write_task(hive, "t2")
     filler = small_disk / "filler"
-    with filler.open("wb") as f, contextlib.suppress(OSError):
+    with filler.open("wb", buffering=0) as f, contextlib.suppress(OSError):
         while True:
             f.write(b"\0" * 65536)
     daemon = Daemon(hive, fast_config(hive), OfflineProvider(), RunOptions(backoff=0.05))
@@ -211,3 +218,28 @@ def test_a_restart_on_a_really_full_disk_starts_and_catches_up(small_disk: Path)
 
     asyncio.run(main())
     assert daemon.disk.problem is None and daemon.services.ltm is not None
+
+
+def test_a_memory_store_with_no_space_pauses_like_any_full_disk(small_disk: Path) -> None:
+    hive = Hive(small_disk / "hive").ensure()
+    services = HiveServices.open(hive, OfflineProvider())
+    config = services.config
+    services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval)
+    ctx = ToolContext(hive=hive, agent="ann", config=AgentConfig(name="ann"),
+                      board=services.board, post=services.post,
+                      working=WorkingMemoryManager(), active_tasks={}, ltm=services.ltm)
+    call = ToolCall(id="t1", name="remember", input={"content": "x" * 4000, "scope": "global"})
+    filler = small_disk / "filler"
+    with filler.open("wb", buffering=0) as f, contextlib.suppress(OSError):
+        while True:
+            f.write(b"\0" * 65536)
+
+    async def remember_until_full() -> None:
+        for _ in range(200):  # the store's own free pages go first
+            await services.tools.execute(ctx, call)
+
+    try:
+        with pytest.raises(DiskFullError, match="database or disk is full"):
+            asyncio.run(remember_until_full())
+    finally:
+        services.ltm.close()

@@ -65,12 +65,13 @@ class DiskGuard:
         if not is_full(exc):
             return False
         if not self.full:
-            assert isinstance(exc, OSError)
-            named = exc.filename  # often a temp name: its folder says more
+            # The file is often a temp name: its folder says more.
+            named = exc.filename if isinstance(exc, OSError) else None
             where = (f"writing in {self.hive.relative(Path(os.fsdecode(named)).parent)}/: "
                      if named else "")
-            self.problem = (f"the disk is full ({where}{exc.strerror or exc}): the agents "
-                            "wait, and go on by themselves once space is freed")
+            said = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            self.problem = (f"the disk is full ({where}{said}): the agents wait, and go on "
+                            "by themselves once space is freed")
             logger.warning("%s", self.problem)
             self._space.clear()
             self._filled.set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sqlite3
 from pathlib import Path
 
 from hivemind.errors import DiskFullError
@@ -26,12 +27,18 @@ def write(fd: int, data: bytes | memoryview, path: Path) -> int:
 
 
 def is_full(exc: BaseException) -> bool:
-    """True if `exc` says the disk (or the quota) is full."""
-    return isinstance(exc, OSError) and exc.errno in NO_SPACE
+    """True if `exc` says the disk (or the quota) is full: an OSError, or the error of
+    the memory store (SQLite's SQLITE_FULL) translated where it entered."""
+    if isinstance(exc, OSError):
+        return exc.errno in NO_SPACE
+    cause = exc.__cause__
+    return isinstance(cause, sqlite3.Error) and cause.sqlite_errorcode == sqlite3.SQLITE_FULL
 
 
-def full_error(exc: OSError, hive_root: Path) -> DiskFullError:
+def full_error(exc: Exception, hive_root: Path) -> DiskFullError:
     """`exc` (a full disk) as the runtime's error, naming the file it could not write."""
+    if not isinstance(exc, OSError):  # the memory store's
+        return DiskFullError(errno.ENOSPC, str(exc))
     code, text = exc.errno or errno.ENOSPC, exc.strerror or os.strerror(errno.ENOSPC)
     if exc.filename is None:  # a flush names no file
         return DiskFullError(code, f"{text} (under {hive_root})")

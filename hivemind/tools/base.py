@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from hivemind.errors import FileFormatError, PathEscapeError, ToolError, UserError
+from hivemind.errors import FileFormatError, PathEscapeError, StoreError, ToolError, UserError
 from hivemind.hive.diskspace import full_error, is_full
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import AgentConfig
@@ -192,9 +192,11 @@ class ToolRegistry:
             content = await tool.run(ctx, args)
         except (ToolError, PathEscapeError, FileFormatError, UserError) as exc:
             return _error(call, str(exc))
-        except OSError as exc:
+        except (OSError, StoreError) as exc:
             if is_full(exc):  # no mistake of the model's: the cycle stops, the hive waits
                 raise full_error(exc, ctx.hive.root) from exc
+            if isinstance(exc, StoreError):
+                raise
             # The filesystem refused what the model asked for (a folder that is a file, a
             # name too long, a file gone): its mistake to see, not a reason to stop.
             return _error(call, _os_problem(ctx.hive, exc))
