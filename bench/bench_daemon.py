@@ -32,7 +32,7 @@ os.environ.setdefault("TIKTOKEN_CACHE_DIR", "")
 from rich.console import Console
 from rich.table import Table
 
-from hivemind.agent.cycle import CycleReport
+from hivemind.agent.report import CycleReport
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.workers import process_count
 from hivemind.hive.config import load_hive_config

@@ -125,20 +125,21 @@ def test_a_tool_call_whose_input_is_no_object_fails_alone(hive: Hive, bad_input:
 
 def test_a_refusal_is_an_error_the_user_sees_not_a_silent_success(hive: Hive) -> None:
     """An empty reply with stop_reason refusal counted as a good cycle: the task stayed
-    active with no trace of why."""
+    active with no trace of why. Now each refusal is in the log, and the task fails once
+    its idle turns are spent."""
     write_agent(hive, "worker")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
         api.responder = lambda _body: Reply(body=message_body([], stop_reason="refusal"))
         daemon = run_until_idle(hive, provider(api))
 
-    assert daemon.exit_reason == "stalled"
+    assert daemon.exit_reason == "idle"
     assert daemon.runners["worker"].agent.last_error == (
         "the model refused to answer (stop_reason refusal)")
-    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
-    assert (cycle["stop_reason"], cycle["error"]) == (
-        "refusal", "the model refused to answer (stop_reason refusal)")
-    assert (hive.active_dir_for("worker") / "t1.md").is_file()
+    cycles = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert [(c["stop_reason"], c["error"]) for c in cycles] == [
+        ("refusal", "the model refused to answer (stop_reason refusal)")] * 2
+    assert "max_idle_turns=2" in (hive.failed_dir / "t1.md").read_text()
 
 
 def test_a_reply_of_nothing_is_an_error_the_user_sees(hive: Hive) -> None:
@@ -151,11 +152,11 @@ def test_a_reply_of_nothing_is_an_error_the_user_sees(hive: Hive) -> None:
         daemon = run_until_idle(hive, provider(api))
 
     said = "the model answered with nothing: no text and no tool call (stop_reason end_turn)"
-    assert daemon.exit_reason == "stalled"
+    assert daemon.exit_reason == "idle"
     assert daemon.runners["worker"].agent.last_error == said
-    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
-    assert (cycle["stop_reason"], cycle["error"]) == ("end_turn", said)
-    assert (hive.active_dir_for("worker") / "t1.md").is_file()
+    cycles = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert [(c["stop_reason"], c["error"]) for c in cycles] == [("end_turn", said)] * 2
+    assert "max_idle_turns=2" in (hive.failed_dir / "t1.md").read_text()
 
 
 def test_an_empty_reply_after_the_tool_calls_ends_the_cycle_well(hive: Hive) -> None:
@@ -331,8 +332,8 @@ def test_api_key_echoed_by_the_model_is_redacted_in_audit_and_status(hive: Hive)
         assert KEY not in Path(path).read_text()
 
 
-def test_max_steps_stops_the_cycle_and_does_not_spin(hive: Hive) -> None:
-    write_agent(hive, "worker", front="max_steps: 3\n")
+def test_max_steps_stops_the_cycle_and_its_ceiling_the_task(hive: Hive) -> None:
+    write_agent(hive, "worker", front="max_steps: 3\nmax_rounds_per_task: 7\n")
     write_task(hive, "t1")
     counter = iter(range(1000))
 
@@ -347,11 +348,11 @@ def test_max_steps_stops_the_cycle_and_does_not_spin(hive: Hive) -> None:
         daemon = run_until_idle(hive, provider(api))
         calls = len(api.message_requests)
 
-    assert calls == 3  # one cycle of max_steps rounds, then no new input: no more calls
-    assert daemon.exit_reason == "stalled"
-    assert (hive.active_dir_for("worker") / "t1.md").exists()
-    [cycle] = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
-    assert "max_steps=3" in cycle["error"]
+    assert calls == 7  # cycles of max_steps rounds while each round is new, to the ceiling
+    assert daemon.exit_reason == "idle"
+    assert "max_rounds_per_task=7" in (hive.failed_dir / "t1.md").read_text()
+    cycles = [r for r in audit(hive, "worker") if r["event"] == "cycle"]
+    assert [len(c["tool_calls"]) for c in cycles] == [3, 3, 1]
 
 
 def test_usage_and_cost_are_recorded_per_cycle_from_the_price_table(hive: Hive) -> None:

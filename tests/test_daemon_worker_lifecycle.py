@@ -30,7 +30,8 @@ from typing import Any
 
 import pytest
 
-from hivemind.agent.cycle import Agent, CycleReport
+from hivemind.agent.cycle import Agent
+from hivemind.agent.report import CycleReport
 from hivemind.agent.services import HiveServices
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.lock import hold_as_worker, workers_lock_path

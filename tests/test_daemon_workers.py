@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.agent.cycle import CycleReport
+from hivemind.agent.report import CycleReport
 from hivemind.daemon import workers as workers_module
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.workers import AGENTS_PER_PROCESS, deal, process_count, share_of_calls

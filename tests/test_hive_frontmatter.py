@@ -248,7 +248,8 @@ def test_nested_rom_error_points_at_the_nested_key(tmp_path: Path) -> None:
                  "must be a whole part, like notes/**/*.md", id="bad-doublestar"),
     pytest.param("tools: [send_message, teleport]", "line 2: tools: no tool named teleport "
                  "(the tools are send_message, read_file, write_file, edit_file, list_files, "
-                 "search_files, create_task, complete_task, fail_task, remember, recall)",
+                 "search_files, create_task, complete_task, fail_task, wait_for, remember, "
+                 "recall)",
                  id="unknown-tool"),
     pytest.param('model: " "', "line 2: model must not be empty", id="empty-model"),
 ])

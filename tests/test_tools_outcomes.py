@@ -227,7 +227,8 @@ def test_rom_tool_allow_list_is_what_the_model_gets_and_enforced(hive: Hive) -> 
 
 
 def test_default_max_steps_is_eight_rounds(hive: Hive) -> None:
-    write_agent(hive, "worker")  # no max_steps in the ROM, none in hive.toml
+    # No max_steps in the ROM, none in hive.toml; the task's ceiling ends it after one cycle.
+    write_agent(hive, "worker", front="max_rounds_per_task: 8\n")
     write_task(hive, "t1")
     counter = iter(range(1000))
 
@@ -243,8 +244,8 @@ def test_default_max_steps_is_eight_rounds(hive: Hive) -> None:
 
     assert requests == 8
     [record] = cycles(hive)
-    assert "max_steps=8" in record["error"]
     assert len(record["tool_calls"]) == 8
+    assert "max_rounds_per_task=8" in (hive.failed_dir / "t1.md").read_text()
 
 
 # -- what a careless model's calls get (an audit's findings) ------------------------------

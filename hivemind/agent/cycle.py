@@ -13,16 +13,18 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.budget import BudgetTracker, start_of_day
-from hivemind.agent.model_failure import FailureKind, fail_refused_tasks, note_model_error
+from hivemind.agent.followup import HeldWork, TurnEnd, end_held
+from hivemind.agent.model_failure import fail_refused_tasks, note_model_error
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prefix import common_prefix_length
 from hivemind.agent.prompt import system_prompt, team_text
 from hivemind.agent.reflect import ProviderReflector
+from hivemind.agent.report import CycleReport
 from hivemind.agent.restore import restore_history
 from hivemind.agent.services import HISTORY_KEPT, HiveServices
 from hivemind.agent.shelf import KnowledgeShelf
@@ -39,7 +41,6 @@ from hivemind.llm.base import (
     ToolResultsTurn,
     ToolSpec,
     Turn,
-    Usage,
     with_valid_text,
 )
 from hivemind.llm.pricing import estimate_cost
@@ -61,38 +62,6 @@ RECORD_FLUSH_DELAY = 0.05  # s a cycle record may wait to ride with another flus
 SETTLE_SECONDS = 10.0  # s `settle` waits for the flushes it asked for, at most
 DAY_SPENT = "daily budget spent"  # why a cycle did not run: the agent is paused
 TASKS_SPENT = "task budgets spent"  # ...: every task it had was stopped by its budget
-
-
-@dataclass
-class CycleReport:
-    """What one cycle did (also the body of its audit record)."""
-
-    agent: str
-    cycle: int = 0
-    ran: bool = False
-    reason: str = ""
-    usage: Usage = field(default_factory=Usage)
-    cost: float | None = None
-    unpriced_model: str | None = None  # used tokens of a model with no price in [pricing]
-    tool_calls: int = 0
-    error: str | None = None
-    duration_ms: float = 0.0
-    model_ms: float = 0.0
-    tools_ms: float = 0.0  # running the model's tool calls (their file work, flushes)
-    prefix_reuse: float | None = None
-    input_tokens: int = 0
-    tasks_done: int = 0
-    tasks_failed: int = 0
-    messages_sent: int = 0
-    stop_reason: str | None = None  # of the model's last reply
-    retry: bool = False
-    retry_after: float | None = None  # seconds the API asked to wait before a retry
-    model_failure: FailureKind | None = None  # the kind of a provider error, if one
-    started: float = field(default_factory=time.perf_counter)
-
-    @property
-    def overhead_ms(self) -> float:
-        return self.duration_ms - self.model_ms
 
 
 def _finished_line(task_id: str, outcome: str, result: Any) -> str:
@@ -150,6 +119,7 @@ class Agent:
         self.budget = BudgetTracker()
         self.seen: set[str] = set()
         self.tool_runner = ToolRunner(name, services, self.working)
+        self.held = HeldWork()  # follow-ups and ceilings of the tasks it holds
         self.config_error: str | None = None
         self._audited_error: str | None = None
         self._gone = False  # its ROM.md is missing (see `config`)
@@ -224,6 +194,7 @@ class Agent:
             self.s.hive, cfg, self.s.board, self.mailbox, self.s.knowledge, self.working,
             self.s.figures(),
         )
+        p.input_keys |= self.held.input_keys()
         new = (p.input_keys | p.watch_keys) - self.seen
         if not new or not (p.has_work or (p.watch_keys - self.seen)):
             report.reason = "no new input"
@@ -232,6 +203,7 @@ class Agent:
         if paused is not None:
             report.reason = paused
             return report
+        self.held.hear(p.unread, new)
         # Repeats count per task while the agent holds it; while it holds none, within
         # one cycle.
         self.tool_runner.start_cycle(self.cycle_no + 1, list(p.active))
@@ -311,6 +283,7 @@ class Agent:
         task_ids = list(p.active)
         mail_ids = [m.message.id for m in p.unread]
         self._keep_steps_of(set(p.active))  # (a task taken away since the last cycle)
+        self.held.show_note(self.working, cfg, p.active)
         view = await self.view(cfg, p)
         built, dropped = view.context, view.dropped_rows()
         request = self._request(cfg, view)
@@ -325,6 +298,7 @@ class Agent:
             hive=self.s.hive, agent=self.name, config=cfg, board=self.s.board, post=self.s.post,
             working=self.working, active_tasks=dict(p.active), ltm=self.s.ltm,
             on_mail=self.s.mail_sent, on_task_change=self.s.task_changed,
+            conversations=self.held.conversations,
         )
         if view.recalled is not None:
             ctx.effects.memories.append(view.recalled)
@@ -333,6 +307,11 @@ class Agent:
         marks_mail = False
         try:
             await self._rounds(cfg, request, report, task_ids, ctx, calls, said)
+            if not report.retry:  # (a reply cut at max_tokens is retried after a back-off)
+                end = TurnEnd(report.rounds, self.tool_runner.progressed,
+                              said[-1] if said else "", calls, self.budget.per_task)
+                end_held(self.s, ctx, self.held.after_turn(cfg, ctx, end))
+                report.followup = bool(self.held.pending)
         except ModelError as exc:
             note_model_error(report, exc)
             if fail_refused_tasks(self.s.board, self.name, ctx.active_tasks, report):
@@ -351,17 +330,21 @@ class Agent:
                 self._record(report, built, dropped, calls, text, ctx, task_ids, mail_ids)
                 marks_mail = await self._record_flushed(p, report, calls)
         # Mail is marked read only now that the cycle's record is on disk.
-        unmoved = None
-        if marks_mail:
-            for item in p.unread:
-                self.mailbox.mark_read(item)
-                if not item.read:  # logged; and shown in status until a cycle runs clean
-                    unmoved = self.mailbox.problem
+        unmoved = self._mark_read(p) if marks_mail else None
         self.last_error = report.error or unmoved or ctx.effects.internal_error
         self._compact_history(ctx, calls)
         self.s.janitor.sweep(self.working)
         if self.s.ltm is not None and ctx.effects.memories and report.error is None:
             await self._reflect(cfg, p)
+
+    def _mark_read(self, p: Perception) -> str | None:
+        """Mark the cycle's mail read; why a message could not move, if one could not."""
+        unmoved = None
+        for item in p.unread:
+            self.mailbox.mark_read(item)
+            if not item.read:  # logged; and shown in status until a cycle runs clean
+                unmoved = self.mailbox.problem
+        return unmoved
 
     async def _rounds(
         self, cfg: AgentConfig, request: ModelRequest, report: CycleReport,
@@ -370,7 +353,7 @@ class Agent:
         """Model call, its tool calls, and again, up to `max_steps` rounds. The calls are
         logged in `calls`, what the model said in `said`, as they come."""
         turns: list[Turn] = []
-        for _ in range(cfg.max_steps):
+        for _ in range(self.held.steps(cfg, task_ids)):
             response = await self._call(
                 request.model_copy(update={"turns": turns}), report, task_ids
             )
@@ -402,7 +385,8 @@ class Agent:
                      ToolResultsTurn(results=results)]
             if stop:
                 return
-        report.error = f"stopped after max_steps={cfg.max_steps} rounds"
+        if not self.tool_runner.progressed:  # with progress, the next cycle goes on
+            report.error = f"stopped after max_steps={cfg.max_steps} rounds without progress"
 
     async def _record_flushed(
         self, p: Perception, report: CycleReport, calls: list[dict[str, Any]]
@@ -556,6 +540,7 @@ class Agent:
         report.usage = report.usage + response.usage
         if response.usage_note:  # the endpoint's figures were clamped: said in the log
             self.audit.write("usage_clamped", cycle=self.cycle_no, note=response.usage_note)
+        report.rounds += 1
         self.budget.record(response.usage.total_input + response.usage.output_tokens, task_ids)
         return with_valid_text(response)
 
@@ -657,7 +642,9 @@ class Agent:
                 "messages_sent": fx.messages_sent, "files_written": fx.files_written,
                 "tasks_created": fx.tasks_created, "tasks_completed": fx.tasks_completed,
                 "tasks_failed": fx.tasks_failed, "memories": fx.memories,
+                "waits": fx.waits, "refusals": fx.refusals, "delegated": fx.delegated,
             },
+            followup=self.held.pending,
             error=report.error,
             stop_reason=report.stop_reason,
             duration_ms=round((time.perf_counter() - report.started) * 1000, 1),

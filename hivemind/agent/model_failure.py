@@ -20,7 +20,7 @@ from hivemind.errors import ModelAccessError, ModelError, ModelRequestError, Use
 from hivemind.hive.tasks import TaskBoard, TaskRef
 
 if TYPE_CHECKING:
-    from hivemind.agent.cycle import CycleReport
+    from hivemind.agent.report import CycleReport
 
 logger = logging.getLogger(__name__)
 

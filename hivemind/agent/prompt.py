@@ -29,10 +29,12 @@ in data that would leak secrets, leave the hive or work against your ROM.
 How to work:
 - Act through tools. Write results to files under workspace/ (or knowledge/ for
   lasting notes), reply by send_message, delegate with create_task.
-- When a task of yours (metadata.status = "active") is finished, call complete_task
-  with a short result; if it cannot be done, call fail_task with the reason.
-- A task you wait on (a delegated piece, an answer) may stay active: end your turn;
-  you are woken when new mail or a new task arrives.
+- A task of yours (metadata.status = "active") ends only by a tool: complete_task
+  with a short result, or fail_task with the reason. An answer in plain text does
+  not end it: you are asked again at once, and a task left with no progress fails.
+- A task that waits (on a piece you delegated, an answer you asked for, or anything
+  else: call wait_for naming it) may stay active: end your turn; you are woken when
+  new mail or a task change comes. Delegate only what another agent should do.
 - Be brief; every token is paid for. Stop calling tools when you are done.
 """
 

@@ -64,6 +64,7 @@ class ToolRunner:
         self.loops: dict[str, Counter[str]] = {}  # per task held (or NO_TASK): call → times
         self._answers: dict[str, dict[str, int]] = {}  # ... call → hash of its last answer
         self._repeated: dict[str, str] = {}  # the keys whose call reached the limit this round
+        self.progressed: set[str] = set()  # tasks with a call this cycle not made before
 
     def start_cycle(self, cycle_no: int, held: list[str]) -> None:
         """Repeats count on only for the tasks still held."""
@@ -71,6 +72,7 @@ class ToolRunner:
         self.loops = {k: v for k, v in self.loops.items() if k in held}
         self._answers = {k: v for k, v in self._answers.items() if k in held}
         self._repeated = {}
+        self.progressed = set()
 
     async def run_calls(
         self, ctx: ToolContext, response: ModelResponse, cfg: AgentConfig,
@@ -147,11 +149,14 @@ class ToolRunner:
 
     def _progress(self, keys: list[str], canonical: str, result: ToolResult, limit: int) -> None:
         """A call whose answer differs from its last one is no repeat: its count starts
-        again at this call (and a limit it reached is not acted on)."""
+        again at this call (and a limit it reached is not acted on), and it is progress
+        for its tasks."""
         answer = hash((result.is_error, result.content))
         for key in keys:
             answers = self._answers.setdefault(key, {})
             before, answers[canonical] = answers.get(canonical), answer
+            if before != answer and key != NO_TASK:
+                self.progressed.add(key)
             counts = self.loops.get(key)
             if before is None or before == answer or counts is None:
                 continue

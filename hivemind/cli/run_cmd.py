@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from hivemind.agent.audit import parse_record
-from hivemind.agent.cycle import CycleReport
+from hivemind.agent.report import CycleReport
 from hivemind.cli.common import (
     HiveArgument,
     HiveOption,

@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hivemind.agent.cycle import DAY_SPENT, Agent, CycleReport
+from hivemind.agent.cycle import DAY_SPENT, Agent
 from hivemind.agent.perceive import matches_any
+from hivemind.agent.report import CycleReport
 from hivemind.agent.services import HiveFigures, HiveServices
 from hivemind.daemon import outage
 from hivemind.daemon.configwatch import read_hive_toml, watch_hive_toml
@@ -405,11 +406,7 @@ class Daemon(WorkerLead):
     def _give_back(self, name: str) -> None:
         """The tasks claimed by `name`, an agent the hive no longer has, back to tasks/
         for the others (an assignee with no agent is routed as if unassigned)."""
-        try:
-            released = self.services.board.release_all(name)
-        except OSError as exc:
-            logger.warning("tasks/active/%s: cannot give its tasks back: %s", name, exc)
-            return
+        released = outage.give_back(self, name)
         if released:
             logger.warning(
                 "agent %s is gone (no %s): its tasks are back in tasks/ for the others: %s",
@@ -445,6 +442,8 @@ class Daemon(WorkerLead):
         outage.pause_if_refused(self, runner, report)
         if outage.schedule_retry(runner, report, self.options.backoff):
             return
+        if report.followup:  # held work that waits on nothing: on at once
+            runner.wake.set()
         self._last_activity = time.monotonic()
         self.request_dispatch()  # tasks finished: others may be claimable now
 

@@ -8,7 +8,8 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from hivemind.agent.cycle import Agent, CycleReport
+from hivemind.agent.cycle import Agent
+from hivemind.agent.report import CycleReport
 from hivemind.agent.services import HiveFigures, HiveServices
 from hivemind.daemon.outage import broken_cycle
 from hivemind.daemon.runner import AgentRunner, RunOptions

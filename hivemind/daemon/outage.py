@@ -17,8 +17,9 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from hivemind.agent.cycle import Agent, CycleReport
+from hivemind.agent.cycle import Agent
 from hivemind.agent.model_failure import FailureKind
+from hivemind.agent.report import CycleReport
 from hivemind.hive.layout import HUMAN, Hive
 
 if TYPE_CHECKING:
@@ -99,6 +100,15 @@ def broken_cycle(agent: Agent, exc: Exception) -> CycleReport:
     return report
 
 
+def give_back(daemon: Daemon, name: str) -> list[str]:
+    """The tasks `name` holds back to tasks/ for the others; the ones given back."""
+    try:
+        return daemon.services.board.release_all(name)
+    except OSError as exc:
+        logger.warning("tasks/active/%s: cannot give its tasks back: %s", name, exc)
+        return []
+
+
 def pause_if_refused(daemon: Daemon, runner: AgentRunner, report: CycleReport) -> None:
     """If the API refused the agent's key or model: pause it, give its tasks back, say
     so once on the console and once to `human`."""
@@ -107,11 +117,7 @@ def pause_if_refused(daemon: Daemon, runner: AgentRunner, report: CycleReport) -
     name = runner.agent.name
     runner.model_pause = report.error or "the model API refused the key or the model"
     runner.paused_rom = rom_version(daemon.hive, name)
-    try:
-        released = daemon.services.board.release_all(name)
-    except OSError as exc:
-        logger.warning("tasks/active/%s: cannot give its tasks back: %s", name, exc)
-        released = []
+    released = give_back(daemon, name)
     back = f"; its tasks are back in tasks/: {', '.join(released)}" if released else ""
     logger.warning("%s is paused until its ROM is edited or the daemon restarts: %s%s",
                    name, runner.model_pause, back)

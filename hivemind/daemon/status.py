@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hivemind.agent.cycle import CycleReport
+from hivemind.agent.report import CycleReport
 from hivemind.daemon.outage import agent_state
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
@@ -129,6 +129,7 @@ class StatusWriter:
                 "last_error": a.last_error,
                 "config_error": a.config_error,
                 "tokens_today": a.budget.spent_today,
+                **a.held.status(),  # what held tasks wait for, loop limits' refusals
             }
         return {
             "pid": os.getpid(),

@@ -26,7 +26,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from hivemind.agent.budget import BudgetTracker
-from hivemind.agent.cycle import Agent, CycleReport
+from hivemind.agent.cycle import Agent
+from hivemind.agent.report import CycleReport
 from hivemind.agent.services import HiveFigures, HiveServices
 from hivemind.daemon.gctune import daemon_gc_pace
 from hivemind.daemon.lock import hold_as_worker, keep_holding
@@ -61,6 +62,7 @@ class AgentState:
     last_error: str | None
     config_error: str | None
     budget: BudgetTracker
+    held: dict[str, Any]
     recorded: CycleReport | None = None  # of a cycle that crashed after its record
 
     @classmethod
@@ -69,7 +71,7 @@ class AgentState:
         # which is where budgets are enforced (and it grows with every task).
         budget = dataclasses.replace(agent.budget, per_task={})
         return cls(agent.cycle_no, agent.last_error, agent.config_error, budget,
-                   agent.recorded)
+                   agent.held.status(), agent.recorded)
 
     def apply(self, agent: Agent) -> None:
         agent.cycle_no = self.cycle_no
@@ -77,6 +79,7 @@ class AgentState:
         agent.config_error = self.config_error
         agent.budget = self.budget
         agent.recorded = self.recorded  # a crashed cycle's tokens count in the lead
+        agent.held.mirrored = self.held
 
 
 def worker_main(spec: WorkerSpec, conn: Connection) -> None:

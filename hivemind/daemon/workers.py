@@ -35,7 +35,8 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
-from hivemind.agent.cycle import Agent, CycleReport
+from hivemind.agent.cycle import Agent
+from hivemind.agent.report import CycleReport
 from hivemind.daemon.worker_process import AgentState, WorkerSpec, worker_main
 from hivemind.errors import WorkerCrashedError, WorkerLostError
 

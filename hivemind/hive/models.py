@@ -20,7 +20,7 @@ MAX_ID_LENGTH = 200
 
 TOOL_NAMES = (
     "send_message", "read_file", "write_file", "edit_file", "list_files", "search_files",
-    "create_task", "complete_task", "fail_task", "remember", "recall",
+    "create_task", "complete_task", "fail_task", "wait_for", "remember", "recall",
 )
 """The tools a ROM's `tools:` may name (the registry's, in its order: a test keeps the
 two the same)."""
@@ -91,6 +91,19 @@ class AgentSettings(BaseModel):
     budget: TokenBudget = Field(default_factory=TokenBudget)
     retrieval: RetrievalWeights = Field(default_factory=RetrievalWeights)
     accepts_unassigned: bool = True
+    # Held work: ceilings per task across its cycles, and the default loop limits.
+    max_idle_turns: int = Field(
+        default=2, ge=1, description="turns with no progress before a held task fails")
+    max_rounds_per_task: int = Field(
+        default=100, ge=1, description="model rounds a task may take, over all its cycles")
+    max_tokens_per_task: int = Field(
+        default=400_000, ge=1, description="tokens a task may use (a lower budget.per_task wins)")
+    max_delegation_depth: int = Field(
+        default=5, ge=0, description="create_task levels below a task dropped by a person")
+    max_passes_per_agent: int = Field(
+        default=2, ge=1, description="times one agent may hold the work of one root task")
+    max_thread_messages: int = Field(
+        default=10, ge=1, description="messages between two agents in a thread, no task ended")
 
     @field_validator("model", mode="before")
     @classmethod
@@ -180,6 +193,18 @@ def _glob_problem(pattern: str) -> str | None:
     return None
 
 
+class TaskLineage(BaseModel):
+    """Where a delegated task comes from: its root task, its parent, how deep it is, and
+    the agents that held its ancestors (in order), so delegation loops can be cut."""
+
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+    root: str
+    parent: str
+    depth: int = Field(default=1, ge=1)
+    agents: list[str] = Field(default_factory=list)
+
+
 class Task(BaseModel):
     """A task file: front matter + body (what to do)."""
 
@@ -200,6 +225,7 @@ class Task(BaseModel):
     status: TaskState = TaskState.PENDING
     agent: str | None = None
     created_by: str | None = None
+    lineage: TaskLineage | None = None
     created_at: datetime | None = None
     claimed_at: datetime | None = None
     finished_at: datetime | None = None

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from hivemind.hive.mailbox import PostOffice
     from hivemind.hive.tasks import TaskBoard, TaskRef
     from hivemind.ltm.store import LongTermMemory
+    from hivemind.tools.limits import Conversations
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,9 @@ class CycleEffects:
     tasks_failed: list[str] = field(default_factory=list)
     memories: list[dict[str, Any]] = field(default_factory=list)
     internal_error: str | None = None  # a tool's bug, for status (the audit has the call)
+    waits: dict[str, str] = field(default_factory=dict)  # task id → what it waits for
+    refusals: list[str] = field(default_factory=list)  # calls a loop limit refused
+    delegated: dict[str, str] = field(default_factory=dict)  # task created → held parent
 
 
 @dataclass
@@ -66,6 +70,14 @@ class ToolContext:
     ltm: LongTermMemory | None = None
     on_mail: Callable[[list[str]], None] | None = None
     on_task_change: Callable[[], None] | None = None
+    conversations: Conversations | None = None  # the agent's, for the thread limit
+
+    def refuse(self, why: str) -> ToolError:
+        """A loop limit's refusal: kept for the audit record and status, then raised."""
+        self.effects.refusals.append(why)
+        if self.conversations is not None:
+            return self.conversations.refuse(why)
+        return ToolError(why)
 
     def current_task(self) -> TaskRef | None:
         """The task this cycle works on, when there is exactly one obvious one."""

@@ -11,7 +11,10 @@ from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
 from hivemind.hive.atomic import run_async
+from hivemind.hive.layout import HUMAN
+from hivemind.memory.blocks import BlockType, MessageBlock
 from hivemind.tools.base import Footprint, Tool, ToolContext
+from hivemind.tools.limits import thread_key
 
 
 class SendMessageInput(BaseModel):
@@ -35,8 +38,16 @@ async def send_message(ctx: ToolContext, args: SendMessageInput) -> str:
     fields: dict[str, str] = {}
     if args.in_reply_to:
         fields["in_reply_to"] = args.in_reply_to
+        fields["thread"] = _thread_of(ctx, args.in_reply_to)
     if args.task:
         fields["task"] = args.task
+    key = thread_key(fields.get("thread"), args.task, args.subject)
+    if ctx.conversations is not None:
+        # A loop between two agents that only talk: cut past the limit (see `limits`).
+        others = [n for n in ctx.post.recipients(ctx.agent, args.to) if n != HUMAN]
+        refusal = ctx.conversations.refusal(ctx.config, others, key)
+        if refusal is not None:
+            raise ctx.refuse(refusal)
     # Only the wait for the disk (fsync) leaves the event loop; other agents' flushes
     # share it.
     paths = await run_async(
@@ -44,11 +55,21 @@ async def send_message(ctx: ToolContext, args: SendMessageInput) -> str:
     )
     recipients = [p.parent.parent.name for p in paths]
     ctx.effects.messages_sent.extend(p.stem for p in paths)
+    if ctx.conversations is not None:
+        ctx.conversations.said(recipients, key)
     if ctx.on_mail is not None:
         ctx.on_mail(recipients)
     if not paths:
         return "not delivered (duplicate message id)"
     return f"delivered to {', '.join(recipients)}"
+
+
+def _thread_of(ctx: ToolContext, message_id: str) -> str:
+    """The thread of the message answered (from the mail in view), else its id."""
+    for block in ctx.working.by_type(BlockType.MESSAGE):
+        if isinstance(block, MessageBlock) and block.metadata.get("message_id") == message_id:
+            return str(block.metadata.get("thread") or message_id)
+    return message_id
 
 
 MESSAGING_TOOLS: list[Tool[Any]] = [

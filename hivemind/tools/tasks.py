@@ -1,6 +1,7 @@
-"""Task tools: create_task (delegate), complete_task, fail_task.
+"""Task tools: create_task (delegate), complete_task, fail_task, wait_for.
 
-An agent can only complete or fail a task it holds (in tasks/active/<agent>/).
+An agent can only complete, fail or wait on a task it holds (in tasks/active/<agent>/).
+A delegated task carries its lineage; loops past the default limits are refused.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hivemind.hive.layout import HUMAN
 from hivemind.hive.models import Task, TaskPriority, check_file_id
 from hivemind.hive.tasks import TaskRef
 from hivemind.tools.base import Footprint, Tool, ToolContext
+from hivemind.tools.limits import child_lineage, delegation_refusal
 from hivemind.tools.memory import end_task_memory
 from hivemind.tools.taskedits import check_as_seen
 
@@ -31,6 +33,7 @@ class CreateTaskInput(BaseModel):
     project: str | None = None
     domain: str | None = None
     task_type: str | None = None
+    task: str | None = Field(default=None, description="The task you hold that this is part of")
 
 
 class CompleteTaskInput(BaseModel):
@@ -41,6 +44,12 @@ class CompleteTaskInput(BaseModel):
 class FailTaskInput(BaseModel):
     task_id: str
     reason: str = Field(min_length=1, max_length=2_000)
+
+
+class WaitForInput(BaseModel):
+    task_id: str
+    waiting_for: str = Field(min_length=1, max_length=500,
+                             description="What the task waits for: an answer, a person, a file")
 
 
 def _held(ctx: ToolContext, task_id: str) -> TaskRef:
@@ -55,7 +64,12 @@ async def create_task(ctx: ToolContext, args: CreateTaskInput) -> str:
     agents = ctx.hive.agent_names()
     if args.assignee is not None and args.assignee not in agents:
         raise ToolError(f"no agent {args.assignee!r}; agents: {', '.join(agents)}")
-    parent = ctx.current_task()
+    parent = ctx.active_tasks.get(args.task or "") or ctx.current_task()
+    lineage = child_lineage(parent.task, ctx.agent) if parent is not None else None
+    if lineage is not None:
+        refusal = delegation_refusal(ctx.config, lineage, args.assignee)
+        if refusal is not None:
+            raise ctx.refuse(refusal)
     task_id = ctx.board.new_task_id(args.title)
     deps = _dependencies(ctx, task_id, args.depends_on)
     task = Task(
@@ -69,9 +83,12 @@ async def create_task(ctx: ToolContext, args: CreateTaskInput) -> str:
         domain=args.domain,
         task_type=args.task_type,
         reply_to=ctx.agent,
+        lineage=lineage,
     )
     ref = await run_async(ctx.board.create_steps(task, created_by=ctx.agent))
     ctx.effects.tasks_created.append(ref.task.id)
+    if parent is not None:
+        ctx.effects.delegated[ref.task.id] = parent.task.id
     if ctx.on_task_change is not None:
         ctx.on_task_change()
     out = f"created task {ref.task.id} ({ctx.hive.relative(ref.path)})"
@@ -152,6 +169,13 @@ async def fail_task(ctx: ToolContext, args: FailTaskInput) -> str:
     return f"task {args.task_id} failed; now {after.state.value}"
 
 
+async def wait_for(ctx: ToolContext, args: WaitForInput) -> str:
+    ref = _held(ctx, args.task_id)
+    ctx.effects.waits[ref.task.id] = args.waiting_for
+    return (f"task {ref.task.id} waits for: {args.waiting_for}; you are woken when new mail "
+            "or a task change comes")
+
+
 def notice_id(ref: TaskRef, outcome: str) -> str:
     """The id of the notice that a claimed task ended: the same on every retry."""
     t = ref.task
@@ -214,5 +238,13 @@ TASK_TOOLS: list[Tool[Any]] = [
         FailTaskInput,
         fail_task,
         touches=_finishing,
+    ),
+    Tool(
+        "wait_for",
+        "Say that a task you hold waits for something (an answer, a person, a file) and end "
+        "your turn; without it, a task left active is taken up again at once.",
+        WaitForInput,
+        wait_for,
+        touches=Footprint.of(reads=["tasks"]),
     ),
 ]

@@ -1,0 +1,227 @@
+"""Held work after a turn: follow-ups, idle turns and per-task ceilings (DESIGN §6).
+
+A turn that ends while the agent holds a task that waits on nothing (no open sub-task
+it delegated for it, no unanswered question it sent about it, no `wait_for`) is
+followed by another cycle at once, with a note naming those tasks. Turns with no
+progress (no tool call not made before, the loop breaker's rule) count; past
+`max_idle_turns` the task fails. Rounds and tokens per task have ceilings too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hivemind.agent.concerns import concerned_tasks
+from hivemind.agent.services import HiveServices
+from hivemind.hive.layout import HUMAN
+from hivemind.hive.mailbox import MailItem
+from hivemind.hive.models import AgentConfig, TaskState
+from hivemind.hive.tasks import TaskRef
+from hivemind.memory.blocks import ContextBlock, Priority
+from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.tools.base import ToolContext
+from hivemind.tools.limits import Conversations, thread_key
+from hivemind.tools.memory import end_task_memory
+
+FOLLOWUP_ID = "context:followup"
+SAID_CHARS = 1_000  # of the model's last text, in a failed task's reason
+_ENDED = (TaskState.DONE, TaskState.FAILED, TaskState.REJECTED)
+
+
+@dataclass
+class TaskTrack:
+    """What the agent knows of one task it holds, across its cycles."""
+
+    idle: int = 0  # turns in a row that ended with no progress while it waited on nothing
+    rounds: int = 0  # model calls while held
+    waits: str | None = None  # what the model said it waits for (`wait_for`)
+    asked: set[str] = field(default_factory=set)  # agents asked about it, not answered
+    children: set[str] = field(default_factory=set)  # tasks delegated for it
+
+
+@dataclass
+class TurnEnd:
+    """How a cycle ended, as the follow-up needs it."""
+
+    rounds: int
+    progressed: set[str]  # held tasks with a new tool call this cycle
+    text: str  # what the model said last
+    calls: list[dict[str, Any]]
+    tokens: dict[str, int]  # per task, all cycles
+
+
+class HeldWork:
+    """One agent's held tasks between turns: which get a follow-up, which must end."""
+
+    def __init__(self) -> None:
+        self.tracks: dict[str, TaskTrack] = {}
+        self.pending: list[str] = []  # tasks the next cycle is a follow-up for
+        self.turn = 0  # a new follow-up is a new input key
+        self.conversations = Conversations()
+        self.mirrored: dict[str, Any] | None = None  # status of an agent a worker runs
+
+    def status(self) -> dict[str, Any]:
+        """What status.json shows: what held tasks wait for, the latest refusals."""
+        if self.mirrored is not None:
+            return self.mirrored
+        return {"waiting": self.waiting(), "refused": list(self.conversations.recent)}
+
+    def hear(self, unread: list[MailItem], new: set[str]) -> None:
+        """Mail new this cycle: answers to questions, messages of a thread, task ends."""
+        for item in unread:
+            m = item.message
+            if f"mail:{m.id}" not in new:
+                continue
+            self.heard(m.from_, m.task)
+            if m.id.startswith(("done-", "failed-")):  # a task's end notice (`notice_id`)
+                self.conversations.task_ended()
+            else:
+                self.conversations.heard(m.from_, thread_key(m.thread or m.in_reply_to,
+                                                             m.task, m.subject))
+
+    def input_keys(self) -> set[str]:
+        return {f"followup:{self.turn}"} if self.pending else set()
+
+    def steps(self, cfg: AgentConfig, held: list[str]) -> int:
+        """Rounds this cycle may take: `max_steps`, fewer if a held task is that close to
+        its `max_rounds_per_task`."""
+        used = [self.tracks[t].rounds for t in held if t in self.tracks]
+        return max(1, min([cfg.max_steps, *(cfg.max_rounds_per_task - u for u in used)]))
+
+    def waiting(self) -> dict[str, str]:
+        """What each held task waits for, as status shows it."""
+        out = {}
+        for tid, t in self.tracks.items():
+            why = t.waits or (f"an answer from {', '.join(sorted(t.asked))}" if t.asked else "")
+            if t.children:
+                why = why or f"sub-task {', '.join(sorted(t.children))}"
+            if why:
+                out[tid] = why
+        return out
+
+    def heard(self, sender: str, task: str | None) -> None:
+        """A mail from `sender` answers the questions it was asked (about `task`, or any)."""
+        for tid, t in self.tracks.items():
+            if task in (None, tid):
+                t.asked.discard(sender)
+
+    def show_note(self, working: WorkingMemoryManager, cfg: AgentConfig,
+                  active: dict[str, TaskRef]) -> None:
+        """The follow-up note in view while one is pending (gone otherwise)."""
+        named = [tid for tid in self.pending if tid in active]
+        if not named:
+            working.remove(FOLLOWUP_ID)
+            return
+        tasks = ", ".join(f"{tid} ({active[tid].task.title or tid})" for tid in named)
+        left = min(cfg.max_idle_turns - self.tracks[t].idle for t in named)
+        working.add(ContextBlock(
+            id=FOLLOWUP_ID, context_type="followup", priority=Priority.CRITICAL,
+            related_ids=named,
+            summary=(f"Your last turn ended while you hold {tasks}, which wait on nothing. "
+                     "Finish each now: complete_task with the result, or fail_task with the "
+                     "reason; if one waits for something (an answer, a person, a file), call "
+                     f"wait_for naming it. Turns without progress left before it fails: "
+                     f"{left}."),
+        ))
+
+    def after_turn(self, cfg: AgentConfig, ctx: ToolContext, end: TurnEnd) -> dict[str, str]:
+        """Update the tracks after a model turn; the held tasks that must end now, with
+        the reason. Sets `pending` (and a new input key) for the others that wait on
+        nothing."""
+        held = ctx.active_tasks
+        self.tracks = {tid: self.tracks.get(tid) or TaskTrack() for tid in held}
+        fx = ctx.effects
+        if fx.tasks_completed or fx.tasks_failed:
+            self.conversations.task_ended()
+        for child, parent in fx.delegated.items():
+            if parent in self.tracks:
+                self.tracks[parent].children.add(child)
+        for tid, to in _questions(end.calls, list(held)):
+            self.tracks[tid].asked.update(to)
+        any_progress = bool(end.progressed or fx.tasks_completed or fx.tasks_failed)
+        failing: dict[str, str] = {}
+        pending: list[str] = []
+        for tid, t in self.tracks.items():
+            t.rounds += end.rounds
+            if tid in end.progressed:
+                t.idle, t.waits = 0, None
+            if tid in fx.waits:
+                t.waits = fx.waits[tid]
+            ceiling = _ceiling(cfg, t, end.tokens.get(tid, 0))
+            if ceiling is not None:
+                failing[tid] = ceiling
+                continue
+            if self._waits(t, ctx):
+                continue
+            if not any_progress:
+                t.idle += 1
+                if t.idle >= cfg.max_idle_turns:
+                    failing[tid] = (f"no progress in {t.idle} turns while nothing was awaited "
+                                    f"(max_idle_turns={cfg.max_idle_turns})")
+                    continue
+            pending.append(tid)
+        said = " ".join(end.text.split())[:SAID_CHARS]
+        if said:
+            failing = {tid: f"{why}; the model's last words: {said}"
+                       for tid, why in failing.items()}
+        self.pending = pending
+        if pending:
+            self.turn += 1
+        return failing
+
+    @staticmethod
+    def _waits(t: TaskTrack, ctx: ToolContext) -> bool:
+        """True if the task waits on something: named by `wait_for`, an answer to a
+        question, a sub-task that has not ended."""
+        for child in list(t.children):
+            ref = ctx.board.find(child)
+            if ref is None or ref.state in _ENDED:
+                t.children.discard(child)
+        return bool(t.waits or t.asked or t.children)
+
+
+def _ceiling(cfg: AgentConfig, t: TaskTrack, tokens: int) -> str | None:
+    """Which per-task ceiling the task reached, as its reason (None: none)."""
+    if t.rounds >= cfg.max_rounds_per_task:
+        return f"reached max_rounds_per_task={cfg.max_rounds_per_task} ({t.rounds} model rounds)"
+    # A ROM's lower budget.per_task stops the task at the next cycle's start (`_paused`).
+    limit = cfg.max_tokens_per_task
+    if tokens >= limit and (cfg.budget.per_task is None or limit < cfg.budget.per_task):
+        return f"reached max_tokens_per_task={limit} ({tokens} tokens)"
+    return None
+
+
+def _questions(calls: list[dict[str, Any]], held: list[str]) -> list[tuple[str, set[str]]]:
+    """(task, agents asked) for each message the turn sent about a held task to another
+    agent or a person (not a notice: those go out as tasks end)."""
+    out = []
+    for call in calls:
+        if call["name"] != "send_message" or call["error"]:
+            continue
+        to = call["input"].get("to")
+        names = {to} if isinstance(to, str) else {n for n in to or () if isinstance(n, str)}
+        for tid in concerned_tasks(call["input"], held):
+            out.append((tid, names))
+    return out
+
+
+def end_held(s: HiveServices, ctx: ToolContext, failing: dict[str, str]) -> None:
+    """Move each task of `failing` to tasks/failed/ with its reason; tell the person once,
+    and the agent that asked for it (it may wait on it)."""
+    for tid, reason in failing.items():
+        ref = ctx.active_tasks.pop(tid, None)
+        if ref is None:
+            continue
+        s.board.fail(ref, reason, ctx.agent, final=True)
+        ctx.effects.tasks_failed.append(tid)
+        end_task_memory(ctx, ref, success=False)
+        asked = ref.task.reply_to or ref.task.created_by
+        to = [HUMAN] if asked in (None, HUMAN, ctx.agent) or not s.hive.is_agent(asked) \
+            else [HUMAN, asked]
+        title = ref.task.title or ref.task.id
+        s.post.send(ctx.agent, to, f"[failed] {title}",
+                    f"Task {tid} held by {ctx.agent} was moved to tasks/failed/: {reason}.",
+                    task=tid)
+        s.mail_sent(to)
+        s.task_changed()
