@@ -132,6 +132,23 @@ def test_dispatch_fills_every_agent_then_stops(hive: Hive, board: TaskBoard) -> 
     assert board.counts()[TaskState.PENDING] == 13
 
 
+def test_a_sub_task_is_claimed_by_its_busy_assignee(hive: Hive, board: TaskBoard) -> None:
+    """Before: agents full of tasks that each waited on a sub-task left the sub-tasks
+    pending for ever (every agent is busy), and the delegation never ended."""
+    for i in range(4):
+        drop(hive, f"t{i}.md", f"# Task {i}\n")
+    dispatcher = Dispatcher(board, max_active=2)
+    team = agents(("ann", []), ("bob", []))
+    assert dispatcher.dispatch(team).claimed == {"ann": 2, "bob": 2}
+    drop(hive, "late.md", "# Not delegated\n")
+    drop(hive, "sub.md", "---\nassignee: bob\nlineage: {root: t0, parent: t0, depth: 1, "
+         "agents: [ann]}\n---\n# Part of t0\n")
+    result = dispatcher.dispatch(team)
+    assert result.claimed == {"bob": 1}
+    assert (hive.active_dir_for("bob") / "sub.md").is_file()
+    assert ("late", "every agent is busy") in result.waiting
+
+
 def test_dispatch_routes_by_skills_and_follows_rom_edits(hive: Hive, board: TaskBoard) -> None:
     drop(hive, "doc.md", "# Write the docs\n\nThe install guide.\n")
     dispatcher = Dispatcher(board, max_active=4)

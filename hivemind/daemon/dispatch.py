@@ -69,11 +69,13 @@ class Dispatcher:
         self._hive_agents = None  # listed once per dispatch, when a task names one
         claims: list[tuple[TaskRef, str]] = []
         for ref in self.board.pending_in_order():
-            if free <= 0:
-                if len(result.waiting) < WAITING_SHOWN:
-                    result.waiting.append((ref.id, "every agent is busy"))
-                    continue
-                break
+            # A sub-task is claimed past the cap: the tasks waiting on it hold their
+            # agents' slots, and would wait for ever (delegation depth bounds it). So
+            # once every agent is full, the walk goes on for sub-tasks only.
+            sub = ref.task.lineage is not None
+            if free <= 0 and not sub:
+                self._wait(result, ref, "every agent is busy")
+                continue
             if ref.task.depends_on:
                 done = self.board.done_ids() if done is None else done
                 missing = [d for d in ref.task.depends_on if d not in done]
@@ -94,7 +96,7 @@ class Dispatcher:
                        "and no agent accepts it" if ref.task.assignee else "no agent accepts it")
                 self._wait(result, ref, why)
                 continue
-            if load[target] >= self.max_active:
+            if load[target] >= self.max_active and not sub:
                 self._wait(result, ref, f"{target} is busy")
                 continue
             load[target] += 1
