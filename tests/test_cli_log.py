@@ -79,12 +79,14 @@ def test_a_real_run_prints_one_line_a_record_and_one_a_tool_call(
     result = log(app, ran, "worker")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert len(lines) == 2 + len(calls), result.output  # no record wrapped over two lines
+    # No record wrapped over two lines; the model's last text has a line of its own.
+    assert len(lines) == 2 + len(calls) + 1, result.output
+    assert lines[-1].strip() == f"said {cycle['text']}"
     assert "#1 start  tasks=['t1'] mail=[]" in lines[0]
     tokens = sum(cycle["usage"].values())
     assert f"#1 cycle kept=2 dropped=0 tokens={tokens} " in lines[1]
     assert "cost" not in lines[1]  # the offline provider's cycle has none (not "None")
-    for line, call in zip(lines[2:], calls, strict=True):
+    for line, call in zip(lines[2:-1], calls, strict=True):
         assert line.strip().startswith(f"✓ {call['name']} "), line
         # the input as written, "[offline]" and all (not eaten as console markup)
         assert json.dumps(call["input"], ensure_ascii=False)[:60] in line, line
@@ -112,6 +114,21 @@ def test_failed_calls_errors_and_other_events_stay_one_line_each_and_verbatim(
     assert lines[1].strip() == '✗ read_file {"path": "notes.md"} → line one line [red]two[/red]'
     assert lines[2].strip() == "error: model said [/bold] no at all"
     assert "#4 reflection" in lines[3] and "'error': 'store is locked'" in lines[3]
+
+
+def test_what_the_model_said_its_refusals_and_follow_ups_are_shown(
+    app: typer.Typer, hive: Hive
+) -> None:
+    """A text answer was only in `log --json`; now it, and what held work got, reads here."""
+    write_agent(hive, "worker")
+    audit = AuditLog(hive.audit_path("worker"), fsync=False)
+    audit.write("cycle", cycle=2, kept=[], dropped=[], usage={}, tool_calls=[],
+                text="The answer\nis 42.", followup=["t1"],
+                effects={"refusals": ["refused: max_delegation_depth=5"]})
+
+    lines = log(app, hive, "worker").output.splitlines()
+    assert [line.strip() for line in lines[1:]] == [
+        "said The answer is 42.", "refused refused: max_delegation_depth=5", "follow-up t1"]
 
 
 def test_long_term_memory_use_of_a_cycle_is_shown(app: typer.Typer, hive: Hive) -> None:

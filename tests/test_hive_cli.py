@@ -464,3 +464,17 @@ def test_content_over_the_file_limit_is_refused_not_accepted_then_rejected(
                      "--hive", str(hive_dir), code=1)
         assert list(hive.tasks_dir.glob("*.md")) == []
         assert "the limit is 1,000,000 (1 MB)" in result.output
+
+
+def test_status_says_what_held_tasks_wait_for_and_what_a_loop_limit_refused(
+    cli: typer.Typer, hive_dir: Path
+) -> None:
+    status_file = hive_dir / ".hivemind" / "status.json"
+    status_file.parent.mkdir(exist_ok=True)
+    status_file.write_text(json.dumps({
+        "pid": 1, "running": False, "stopped_because": "idle", "agents": {"ann": {
+            "state": "idle", "cycles": 3, "waiting": {"t1": "an answer from bob"},
+            "refused": ["refused: max_delegation_depth=5"]}}}))
+    text = run(cli, "status", str(hive_dir)).output
+    assert "ann: t1 waits for an answer from bob" in text
+    assert "ann: refused: max_delegation_depth=5" in text

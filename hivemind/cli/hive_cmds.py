@@ -424,6 +424,13 @@ def _print_daemon(d: dict[str, Any]) -> None:
             table.add_row(escape(name), escape(str(a.get("state", ""))), str(a.get("cycles", 0)),
                           f"{a.get('tokens_today', 0):,}", f"[red]{escape(str(error))}[/]")
         console.print(table)
+        for name, a in agents.items():
+            for tid, why in (a.get("waiting") or {}).items():
+                console.print(f"  {escape(name)}: {escape(str(tid))} waits for "
+                              f"{escape(str(why))}", highlight=False, soft_wrap=True)
+            for why in a.get("refused") or []:
+                console.print(f"  {escape(name)}: [yellow]{escape(str(why))}[/]",
+                              highlight=False, soft_wrap=True)
     totals = d.get("totals") or {}
     usage = totals.get("usage") or {}
     tokens = sum(int(v or 0) for v in usage.values())

@@ -260,7 +260,13 @@ def _print_record(rec: dict[str, Any], as_json: bool) -> None:
             result = call.get("result")
             _line("     ", mark, f" {call.get('name') or '?'} {given[:100]}",
                   f" → {_one_line(result)[:100]}" if result is not None else "")
+        if rec.get("text"):  # what the model said: its answer, even one no tool took
+            _line("     ", ("said", "cyan"), f" {_one_line(rec['text'])[:300]}")
         effects = rec.get("effects")
+        for why in (effects.get("refusals") or []) if isinstance(effects, dict) else []:
+            _line("     ", ("refused", "yellow"), f" {_one_line(why)[:200]}")
+        if rec.get("followup"):
+            _line("     ", ("follow-up", "yellow"), f" {', '.join(map(str, rec['followup']))}")
         for op in (effects.get("memories") or []) if isinstance(effects, dict) else []:
             text = _memory_op(op) if isinstance(op, dict) else None
             if text:
