@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from hivemind.daemon.daemon import Daemon
 from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
@@ -216,3 +218,23 @@ def test_a_mail_loop_between_two_agents_is_cut(hive: Hive) -> None:
     refusals = [r for a in ("ann", "bob") for c in records(hive, a)
                 for r in c["effects"]["refusals"]]
     assert refusals and all("max_thread_messages=10" in r for r in refusals)
+
+
+def test_a_follow_up_reaches_an_agent_that_runs_in_a_worker_process(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_agent(hive, "ann")
+    write_agent(hive, "bob")
+    write_task(hive, "text-1", front="assignee: bob\n")
+    model = HabitModel(partners={})
+    with FakeAnthropic() as api:
+        api.responder = model
+        # The worker makes its own provider, from hive.toml and the environment.
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        (hive.root / "hive.toml").write_text('[provider]\nname = "anthropic"\n')
+        daemon = run_until_idle(hive, scripted_model.provider(api), workers=2, timeout=60)
+
+    assert [list(link.agents) for link in daemon.workers] == [["bob"]]
+    assert (hive.done_dir / "text-1.md").is_file()
+    assert model.calls == {"bob": 3}
