@@ -70,12 +70,14 @@ class Dispatcher:
         claims: list[tuple[TaskRef, str]] = []
         for ref in self.board.pending_in_order():
             # A sub-task is claimed past the cap: the tasks waiting on it hold their
-            # agents' slots, and would wait for ever (delegation depth bounds it). So
-            # once every agent is full, the walk goes on for sub-tasks only.
+            # agents' places, and would wait for ever (delegation depth bounds it).
+            # Sub-tasks come first in the order (`TaskRef.age_key`).
             sub = ref.task.lineage is not None
             if free <= 0 and not sub:
-                self._wait(result, ref, "every agent is busy")
-                continue
+                if len(result.waiting) < WAITING_SHOWN:
+                    result.waiting.append((ref.id, "every agent is busy"))
+                    continue
+                break
             if ref.task.depends_on:
                 done = self.board.done_ids() if done is None else done
                 missing = [d for d in ref.task.depends_on if d not in done]

@@ -32,10 +32,12 @@ class TaskRef:
         return self.task.id
 
     def age_key(self) -> tuple[int, float, str]:
-        """Sort key: priority, then creation time (else file time), then name."""
+        """Sort key: sub-tasks first (tasks waiting on them hold their agents), then
+        priority, then creation time (else file time), then name."""
         created = self.task.created_at
         when = as_utc(created).timestamp() if created is not None else self.mtime
-        return _RANK[self.task.priority], when, self.path.name
+        rank = _RANK[self.task.priority] - (len(_RANK) if self.task.lineage else 0)
+        return rank, when, self.path.name
 
 
 def md_entries(folder: Path) -> list[os.DirEntry[str]]:
