@@ -238,3 +238,23 @@ def test_a_follow_up_reaches_an_agent_that_runs_in_a_worker_process(
     assert [list(link.agents) for link in daemon.workers] == [["bob"]]
     assert (hive.done_dir / "text-1.md").is_file()
     assert model.calls == {"bob": 3}
+
+
+def test_what_a_task_waits_for_and_its_rounds_outlive_a_restart(hive: Hive) -> None:
+    write_agent(hive, "worker", front="max_rounds_per_task: 5\n")
+    write_task(hive, "mute-1")
+    with FakeAnthropic() as api:
+        api.responder = scripted_model.scripted(
+            [scripted_model.tool_use(1, "wait_for", task_id="mute-1", waiting_for="a person")])
+        run_until_idle(hive, scripted_model.provider(api))
+        # Restarted, the model only talks: the task still waits (no follow-up, no idle
+        # turn), and its 2 rounds before count towards its ceiling of 5.
+        api.responder = HabitModel(partners={})
+        run_until_idle(hive, scripted_model.provider(api))
+        calls = len(api.message_requests)
+
+    assert calls == 3
+    assert (hive.active_dir_for("worker") / "mute-1.md").is_file()
+    last = records(hive, "worker")[-1]
+    assert last["followup"] == []
+    assert last["held"]["mute-1"]["waits"] == "a person" and last["held"]["mute-1"]["rounds"] == 3

@@ -144,6 +144,8 @@ class Agent:
         self.budget = BudgetTracker(spent_today=spent, per_task=per_task,
                                     warned=self.audit.warnings_since(today))
         self.restore()
+        self.held.restore(self.audit.records(),
+                          {r.task.id: r.task.attempts for r in self.s.board.active(self.name)})
         return interrupted
 
     def restore(self) -> int:
@@ -645,6 +647,7 @@ class Agent:
                 "waits": fx.waits, "refusals": fx.refusals, "delegated": fx.delegated,
             },
             followup=self.held.pending,
+            held=self.held.snapshot(),
             error=report.error,
             stop_reason=report.stop_reason,
             duration_ms=round((time.perf_counter() - report.started) * 1000, 1),

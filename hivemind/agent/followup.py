@@ -9,6 +9,8 @@ progress (no tool call not made before, the loop breaker's rule) count; past
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +35,7 @@ _ENDED = (TaskState.DONE, TaskState.FAILED, TaskState.REJECTED)
 class TaskTrack:
     """What the agent knows of one task it holds, across its cycles."""
 
+    attempt: int = 0  # the claim it is for (Task.attempts)
     idle: int = 0  # turns in a row that ended with no progress while it waited on nothing
     rounds: int = 0  # model calls while held
     waits: str | None = None  # what the model said it waits for (`wait_for`)
@@ -79,6 +82,28 @@ class HeldWork:
             else:
                 self.conversations.heard(m.from_, thread_key(m.thread or m.in_reply_to,
                                                              m.task, m.subject))
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """The tracks as the audit record keeps them (`restore` reads them back)."""
+        return {tid: {"attempt": t.attempt, "rounds": t.rounds, "idle": t.idle,
+                      "waits": t.waits, "asked": sorted(t.asked),
+                      "children": sorted(t.children)}
+                for tid, t in self.tracks.items()}
+
+    def restore(self, records: Iterable[dict[str, Any]], held: dict[str, int]) -> None:
+        """After a restart: each held task's track as the last cycle record of its
+        current attempt left it, so its ceilings and what it waits for outlive the
+        daemon (a retried task starts afresh)."""
+        for rec in records:
+            for tid, t in (rec.get("held") or {}).items() if rec.get("event") == "cycle" else ():
+                if not isinstance(t, dict) or t.get("attempt") != held.get(tid, -1):
+                    continue
+                with contextlib.suppress(ValueError, TypeError):  # a hand-edited log
+                    self.tracks[tid] = TaskTrack(
+                        attempt=held[tid], idle=int(t.get("idle") or 0),
+                        rounds=int(t.get("rounds") or 0), waits=str(t.get("waits") or "") or None,
+                        asked={str(a) for a in t.get("asked") or ()},
+                        children={str(c) for c in t.get("children") or ()})
 
     def input_keys(self) -> set[str]:
         return {f"followup:{self.turn}"} if self.pending else set()
@@ -130,7 +155,7 @@ class HeldWork:
         the reason. Sets `pending` (and a new input key) for the others that wait on
         nothing."""
         held = ctx.active_tasks
-        self.tracks = {tid: self.tracks.get(tid) or TaskTrack() for tid in held}
+        self.tracks = {tid: self._track(tid, ref.task.attempts) for tid, ref in held.items()}
         fx = ctx.effects
         if fx.tasks_completed or fx.tasks_failed:
             self.conversations.task_ended()
@@ -169,6 +194,11 @@ class HeldWork:
         if pending:
             self.turn += 1
         return failing
+
+    def _track(self, tid: str, attempt: int) -> TaskTrack:
+        """The task's track, a new one for a new claim (a retried task starts afresh)."""
+        t = self.tracks.get(tid)
+        return t if t is not None and t.attempt == attempt else TaskTrack(attempt=attempt)
 
     @staticmethod
     def _waits(t: TaskTrack, ctx: ToolContext) -> bool:
