@@ -94,6 +94,7 @@ class HeldWork:
         """After a restart: each held task's track as the last cycle record of its
         current attempt left it, so its ceilings and what it waits for outlive the
         daemon (a retried task starts afresh)."""
+        self.mirrored = None  # its cycles run here from now on (a worker's came home)
         for rec in records:
             for tid, t in (rec.get("held") or {}).items() if rec.get("event") == "cycle" else ():
                 if not isinstance(t, dict) or t.get("attempt") != held.get(tid, -1):
