@@ -13,7 +13,7 @@ from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
 from tests import scripted_model
-from tests.fake_anthropic import FakeAnthropic
+from tests.fake_anthropic import FakeAnthropic, Reply, error_body, message_body
 from tests.helpers import run_until_idle, write_agent, write_task
 from tests.model_habits import HabitModel, data_files
 
@@ -258,3 +258,52 @@ def test_what_a_task_waits_for_and_its_rounds_outlive_a_restart(hive: Hive) -> N
     last = records(hive, "worker")[-1]
     assert last["followup"] == []
     assert last["held"]["mute-1"]["waits"] == "a person" and last["held"]["mute-1"]["rounds"] == 3
+
+
+# -- a provider error is no turn -------------------------------------------------------
+
+
+def test_a_model_service_outage_is_no_idle_turn_and_gives_no_follow_up(hive: Hive) -> None:
+    """With max_idle_turns = 2, a 529 on the follow-up of a text answer must not fail the
+    task: the model's turn did not end, so it is tried again after the back-off."""
+    write_agent(hive, "worker")
+    write_task(hive, "text-1")
+    overloaded = Reply(status=529, body=error_body("overloaded_error", "Overloaded"))
+    replies = iter([
+        scripted_model.text_reply("The answer to text-1 is 42."), overloaded, overloaded,
+        Reply(body=message_body([scripted_model.tool_use(1, "complete_task", task_id="text-1",
+                                                         result="42")], stop_reason="tool_use")),
+        scripted_model.text_reply("Done."),
+    ])
+    with FakeAnthropic() as api:
+        api.responder = lambda _body: next(replies)
+        daemon = run_until_idle(hive, scripted_model.provider(api), backoff=0.01)
+
+    assert daemon.exit_reason == "idle"
+    assert (hive.done_dir / "text-1.md").is_file()
+    cycles = records(hive, "worker")
+    assert [c["error"] is not None for c in cycles] == [False, True, True, False]
+    # Only a turn that ended gives a follow-up; the failed tries retry after a back-off.
+    assert [c["followup"] for c in cycles] == [["text-1"], [], [], []]
+    assert human_mail(hive) == []
+
+
+def test_a_refused_key_on_a_follow_up_pauses_the_agent_and_fails_no_task(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "text-1")
+    replies = iter([scripted_model.text_reply("The answer to text-1 is 42.")])
+
+    def model(_body: Any) -> Reply:
+        return next(replies, Reply(status=401, body=error_body("authentication_error",
+                                                               "invalid x-api-key")))
+
+    with FakeAnthropic() as api:
+        api.responder = model
+        daemon = run_until_idle(hive, scripted_model.provider(api), backoff=0.01)
+        sent = len(api.message_requests)
+
+    assert sent == 2  # the text answer, its follow-up refused: no more tries
+    assert daemon.runners["worker"].model_pause is not None
+    assert (hive.tasks_dir / "text-1.md").is_file()  # given back, not failed
+    assert not (hive.failed_dir / "text-1.md").exists()
+    assert human_mail(hive) == ["[paused] worker: the model API refused it"]

@@ -646,7 +646,7 @@ class Agent:
                 "tasks_failed": fx.tasks_failed, "memories": fx.memories,
                 "waits": fx.waits, "refusals": fx.refusals, "delegated": fx.delegated,
             },
-            followup=self.held.pending,
+            followup=self.held.pending if report.followup else [],
             held=self.held.snapshot(),
             error=report.error,
             stop_reason=report.stop_reason,
