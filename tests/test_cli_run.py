@@ -238,3 +238,26 @@ def test_a_task_that_failed_makes_exit_code_4_with_its_reason(
     assert result.exit_code == 4, result.output
     assert "stopped: idle" in result.output
     assert "failed: t2: the data for t2 is missing" in " ".join(result.output.split())
+
+
+def test_a_task_its_idle_turns_failed_makes_exit_code_4_with_the_ceiling_named(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model that only talks: the follow-ups end its task in failed/, which the exit
+    code and the summary count as a failure, with the ceiling and its last words."""
+    write_agent(hive, "ann")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = lambda _body: scripted_model.text_reply("I think t1 comes to 42.")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-cli-run-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        hive.config_file.write_text("[daemon]\nsettle_time = 0.0\n")
+        result = CliRunner().invoke(app, ["run", str(hive.root), "--until-idle", "--json"])
+
+    assert result.exit_code == 4, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["stopped_because"], summary["tasks_failed"]) == ("idle", 1)
+    [problem] = summary["problems"]
+    assert (problem["kind"], problem["name"]) == ("failed", "t1")
+    assert "max_idle_turns=2" in problem["reason"]
+    assert "I think t1 comes to 42." in problem["reason"]
