@@ -101,6 +101,7 @@ def test_a_task_that_waits_for_something_named_is_left_waiting(hive: Hive) -> No
         calls = len(api.message_requests)
 
     assert calls == 2  # the wait_for round and its last word; no follow-up
+    assert daemon.exit_reason == "stalled"  # work left that waits: `run` exits 3
     assert (hive.active_dir_for("worker") / "t1.md").is_file()
     status = json.loads((hive.state_dir / "status.json").read_text())
     assert status["agents"]["worker"]["waiting"] == {"t1": "the budget figures from a person"}
