@@ -333,7 +333,10 @@ def check_rom_edit(root: Path, data: bytes, kind: str) -> None:
         return
     cfg = registry.load("worker")
     try:
-        expected = read_rom(rom, "worker", AgentSettings()) if kind != "dir" else None
+        # A ROM.md linked to a file inside the hive is read through the link (settings
+        # files: see hive/regular.py); a link out of it, never.
+        source = Path(os.path.realpath(rom)) if kind == "symlink-in" else rom
+        expected = read_rom(source, "worker", AgentSettings()) if kind != "dir" else None
         if expected is not None and os.stat(rom).st_size > SETTINGS_FILE_LIMIT:
             expected = None  # a ROM is read only up to 256 KB
     except (FileFormatError, OSError):
