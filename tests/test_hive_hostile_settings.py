@@ -47,6 +47,13 @@ def _link_out(path: Path) -> None:
     path.symlink_to(outside)
 
 
+def _hard_link_out(path: Path) -> None:
+    root = next(p for p in path.parents if p.name == "hive")
+    outside = root.parent / f"outside-{path.name}"
+    outside.write_text(OFFLINE_TOML if path.suffix == ".toml" else "---\nrole: x\n---\nhi\n")
+    os.link(outside, path)  # (`cp -a`, a tarball, rsync -H keep hard links; git does not)
+
+
 def _huge(path: Path) -> None:
     head = OFFLINE_TOML if path.suffix == ".toml" else "---\nrole: big\n---\n"
     path.write_text(head + "# padding\n" * 30_000)  # 300 KB
@@ -65,12 +72,13 @@ def _link_in(path: Path) -> None:
 
 MAKERS: dict[str, Callable[[Path], None]] = {
     "fifo": _fifo, "dev-zero-link": _dev_zero, "link-out-of-the-hive": _link_out,
-    "over-256-KB": _huge, "100000-nested": _nested,
+    "hard-link-out": _hard_link_out, "over-256-KB": _huge, "100000-nested": _nested,
 }
 PROBLEMS = {
     "fifo": "is a named pipe (FIFO), not a regular file",
     "dev-zero-link": "is a link to a file outside the hive; it is not followed",
     "link-out-of-the-hive": "is a link to a file outside the hive; it is not followed",
+    "hard-link-out": "has another name (a hard link); it is not read",
     "over-256-KB": "the limit is 262,144 (256 KB)",
     "100000-nested": "invalid TOML: arrays or tables nested too deeply",
 }
@@ -177,7 +185,7 @@ def test_a_hive_toml_made_hostile_while_running_neither_hangs_nor_blocks_a_stop(
 
 
 ROM_PROBLEMS = {**PROBLEMS, "over-256-KB": "file is 300,018 bytes; the limit is 262,144 (256 KB)"}
-ROM_KINDS = ["fifo", "dev-zero-link", "link-out-of-the-hive", "over-256-KB"]
+ROM_KINDS = ["fifo", "dev-zero-link", "link-out-of-the-hive", "hard-link-out", "over-256-KB"]
 
 
 @pytest.mark.parametrize("kind", ROM_KINDS)
@@ -250,3 +258,40 @@ def test_a_fifo_as_the_saved_last_good_rom_does_not_hang_the_daemon(hive: Hive) 
 
     assert loaded == ["claude-haiku-5-5"], "the ROM load hung on the FIFO"
     assert saved.is_file() and "claude-haiku-5-5" in saved.read_text()  # replaced
+
+
+def test_a_folder_swapped_for_a_link_while_a_rom_is_read_is_not_followed(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ROM.md links to workspace/d/rom.md (inside: followed). Swapped for a link out
+    between resolving the path and opening it, `workspace/d` led the read outside."""
+    from hivemind.hive import regular
+
+    folder = hive.workspace_dir / "d"
+    folder.mkdir()
+    (folder / "rom.md").write_text("---\nrole: shared\n---\nA ROM kept in the workspace.\n")
+    outside = hive.root.parent / "outside"
+    outside.mkdir()
+    (outside / "rom.md").write_text("---\nrole: stolen\n---\nTHE USER'S SECRET\n")
+    hive.agent_dir("worker").mkdir()
+    hive.rom_path("worker").symlink_to("../../workspace/d/rom.md")
+    roms = RomRegistry(hive, AgentSettings())
+    assert roms.load("worker").role == "shared"
+
+    resolve = os.path.realpath
+
+    def resolve_then_swap(path: str | os.PathLike[str]) -> str:
+        real = resolve(path)
+        if real.endswith("rom.md") and not folder.is_symlink():  # the attacker's moment
+            folder.rename(hive.workspace_dir / "d-old")
+            folder.symlink_to(outside)
+        return real
+
+    monkeypatch.setattr(regular.os.path, "realpath", resolve_then_swap)
+    os.utime(hive.rom_path("worker"), (1, 1))  # changed: read again
+
+    config = roms.load("worker")
+
+    assert config.role == "shared" and "SECRET" not in config.instructions
+    assert roms.error("worker") == (
+        "agents/worker/ROM.md: is a link that changed while read; not followed")

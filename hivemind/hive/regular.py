@@ -43,12 +43,28 @@ def read_regular(path: Path, root: Path, limit: int = SETTINGS_FILE_LIMIT) -> by
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise FileFormatError(path, f"is {_kind(st.st_mode)}, not a regular file")
+        if st.st_nlink > 1:  # its other name may be a file of the user's, outside the hive
+            raise FileFormatError(path, "has another name (a hard link); it is not read")
+        if _opened_outside(fd, inside):  # a folder on the way swapped for a link meanwhile
+            raise FileFormatError(path, "is a link that changed while read; not followed")
         if st.st_size > limit:
             raise FileFormatError(path, too_big(st.st_size, limit))
         data = f.read(limit + 1)
     if len(data) > limit:  # it grew while read
         raise FileFormatError(path, too_big(len(data), limit))
     return data
+
+
+def _opened_outside(fd: int, root: str) -> bool:
+    """Whether what `fd` opened lies outside `root`, as the kernel names it now.
+
+    O_NOFOLLOW guards only the last part of a path: this catches a folder on the way
+    swapped for a link between resolving the path and opening it (Linux's /proc)."""
+    try:
+        opened = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return False  # no /proc: the resolved-path check before the open stands alone
+    return os.path.commonpath([opened, root]) != root
 
 
 def too_big(size: int, limit: int) -> str:
