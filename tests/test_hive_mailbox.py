@@ -402,3 +402,24 @@ def test_the_ids_of_read_mail_remembered_are_bounded(
 
     # m4 is remembered: another message under a fresh id; m0 is forgotten: read as is.
     assert ids[0] == "m0" and ids[1].startswith("m4-")
+
+
+@pytest.mark.parametrize("swap", ["symlink", "hard-link"])
+def test_a_message_swapped_for_a_link_is_never_kept_as_raw_text(
+    hive: Hive, tmp_path: Path, swap: str
+) -> None:
+    """A message refused as a link (read_text: ELOOP) was read again, through the link,
+    to keep it as a raw message: a racing swap carried a user's file into the prompt."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("THE USER'S SECRET\n")
+    new = hive.mailbox_dir("bob") / "new"
+    new.mkdir(parents=True)
+    path = new / "m1.md"
+    if swap == "symlink":
+        path.symlink_to(secret)
+    else:
+        os.link(secret, path)
+
+    kept = mailbox_module.raw_message(path, "bob", "not a regular file")
+
+    assert "SECRET" not in kept.body

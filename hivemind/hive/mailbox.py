@@ -377,11 +377,7 @@ def raw_message(
     """A file that is not a valid message, kept as one: raw text (`data`, else read
     from `path`), from `unknown`."""
     if data is None:
-        try:
-            with path.open("rb") as f:
-                data = f.read(MAX_FILE_BYTES)
-        except OSError:
-            data = b""
+        data = _raw_bytes(path)
     extra: dict[str, Any] = {"error": reason} if reason else {}
     try:
         message_id = check_file_id(path.stem)
@@ -391,6 +387,20 @@ def raw_message(
     return Message(
         id=message_id, to=owner, body=data.decode("utf-8", errors="replace"), extra=extra
     )
+
+
+def _raw_bytes(path: Path) -> bytes:
+    """The head of a regular, single-named file; nothing for anything else. Never read
+    through a link put in the message's place since it was looked at, nor from a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            return b""
+        return f.read(MAX_FILE_BYTES)
 
 
 class PostOffice:
