@@ -111,7 +111,8 @@ def _lowest_pins() -> list[str]:
         found = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*>=\s*([0-9.]+)", spec)
         if found:
             name, bound = found[1], _release(found[2])
-            pins.append(f"{name}=={min(v for v in _releases(name) if _release(v) >= bound)}")
+            allowed = [v for v in _releases(name) if _release(v) >= bound]
+            pins.append(f"{name}=={min(allowed, key=_release)}")  # 2.7.0 < 2.10.0
     return pins
 
 
