@@ -182,9 +182,11 @@ def _import_with_progress(
     ltm: LongTermMemory, lines: Iterator[str], total: int, *, project: str | None, agent: str | None
 ) -> ImportSummary:
     """Import with a progress bar on stderr for large files (10 000 lines and more)."""
+    if total < 10_000:  # no bar at all: rich before 14.3 prints a blank line for a disabled one
+        return ltm.import_jsonl(lines, project=project, agent=agent)
     with Progress(
         TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
-        console=err_console, transient=True, disable=total < 10_000,
+        console=err_console, transient=True,
     ) as bar:  # fmt: skip
         task = bar.add_task("import", total=total)
         return ltm.import_jsonl(
