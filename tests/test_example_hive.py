@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hivemind.cli.run_cmd import SCRATCH_PARTS
+from hivemind.cli.scratch import SCRATCH_PARTS
 from hivemind.hive.frontmatter import read_message, read_task
 from hivemind.hive.layout import Hive
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import stat
 import time
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
@@ -28,40 +26,15 @@ from hivemind.cli.common import (
     resolve_hive,
 )
 from hivemind.cli.run_summary import print_summary, summary_json
+from hivemind.cli.scratch import scratch_copy
 from hivemind.daemon.configwatch import read_hive_toml
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.outcome import BoardBefore, exit_code, troubles
 from hivemind.errors import ConfigError
-from hivemind.hive.config import LoadedConfig, load_config, load_hive_config, read_config_bytes
+from hivemind.hive.config import LoadedConfig, load_config, load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.hive.trust import ignored_line
 from hivemind.llm.select import BASE_URL_ENV, credential, make_provider, wants_offline
-
-SCRATCH_PARTS = ("hive.toml", "agents", "knowledge", "tasks", "mailboxes", "workspace")
-
-
-def scratch_copy(hive: Hive) -> Hive:
-    """A fresh copy of the hive's own files under .hivemind/scratch/ (runtime state left out)."""
-    dest = hive.state_dir / "scratch"
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    for part in SCRATCH_PARTS:
-        src = hive.root / part
-        if part == "hive.toml":  # as the run would read it: a FIFO or a link out is refused
-            if (raw := read_config_bytes(hive)) is not None:
-                (dest / part).write_bytes(raw)
-        elif src.is_dir():
-            shutil.copytree(src, dest / part, symlinks=True, copy_function=_copy_regular)
-        elif src.is_file():
-            shutil.copy2(src, dest / part)
-    return Hive(dest)
-
-
-def _copy_regular(src: str, dst: str) -> None:
-    """Copy a regular file; a FIFO or a device is left out (copying one hangs or fails)."""
-    if stat.S_ISREG(os.lstat(src).st_mode):
-        shutil.copy2(src, dst)
 
 
 def _cycle_line(report: CycleReport) -> None:
@@ -172,7 +145,9 @@ def register(app: typer.Typer) -> None:
             except ConfigError as exc:
                 fail(str(exc))
         if scratch:
-            hive = scratch_copy(hive)
+            hive, left_out = scratch_copy(hive)
+            for line in left_out:
+                out.print(Text(line, style="yellow"), soft_wrap=True)
             out.print(f"running on a scratch copy: {hive.root}", highlight=False)
         hive_toml = read_hive_toml(hive)  # first: an edit from here on is told, not missed
         loaded = load_config(hive, trusted_as=original)
