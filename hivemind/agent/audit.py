@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hivemind.agent.auditfile import AUDIT_TAIL_BYTES, MAX_RECORD_BYTES, LineReader
 from hivemind.hive import diskspace
 from hivemind.hive.atomic import LoopFlusher, fsync_all
 from hivemind.hive.filenames import shown
 from hivemind.memory.blocks import utcnow
+
+logger = logging.getLogger(__name__)
 
 _REDACT_KEYS = ("api_key", "authorization", "x-api-key")
 
@@ -80,6 +84,7 @@ class AuditLog:
         self.fsync = fsync
         self._secrets = tuple(s for s in secrets if s)
         self._tail_checked = False
+        self._told: set[str] = set()  # what `records` has warned of: once each
 
     def append(self, event: str, **fields: Any) -> dict[str, Any]:
         """Write one record (with `event` and `at`) durably; returns it."""
@@ -166,14 +171,29 @@ class AuditLog:
             return ""
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """Every record in order; a torn last line (crash mid-write) is skipped."""
+        """Every record in the file's last `AUDIT_TAIL_BYTES`, in order; a torn last line
+        (crash mid-write) and a line over `MAX_RECORD_BYTES` are skipped."""
         if not self.path.is_file():
             return
-        with open(self.path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
+        with open(self.path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            reader = LineReader.at_tail(fh, size)
+            if reader.offset:
+                self._tell("tail", "%s is %d bytes: only its last %d are read",
+                           self.path, size, AUDIT_TAIL_BYTES)
+            for line in reader.lines(fh, size):
                 rec = parse_record(line)
                 if rec is not None:
                     yield rec
+            if reader.overlong:
+                self._tell("overlong", "%s: skipped a line over %d bytes",
+                           self.path, MAX_RECORD_BYTES)
+
+    def _tell(self, what: str, message: str, *args: object) -> None:
+        """Warn of `what` once for this log."""
+        if what not in self._told:
+            self._told.add(what)
+            logger.warning(message, *args)
 
     def mark_interrupted(self) -> list[int]:
         """Append an `interrupted` record for each cycle that started but never ended

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import time
+from collections import deque
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
@@ -14,6 +15,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from hivemind.agent.audit import parse_record
+from hivemind.agent.auditfile import AUDIT_TAIL_BYTES, MAX_RECORD_BYTES, LineReader
 from hivemind.agent.report import CycleReport
 from hivemind.cli.common import (
     HiveArgument,
@@ -202,7 +204,7 @@ def register(app: typer.Typer) -> None:
             fail(f"no agent {agent!r} in {hive.root} (agents: "
                  f"{', '.join(hive.agent_names()) or 'none'})")
         path = hive.audit_path(agent)
-        records, at = _new_records(path, Position())
+        records, at = _new_records(path, Position(), keep=last, tail=True)
         if not records and not as_json:  # JSON lines: no record, no line
             console.print(Text(f"no audit records for {agent} yet ({hive.relative(path)})"),
                           style="dim", soft_wrap=True)
@@ -331,31 +333,47 @@ def _one_line(value: object) -> str:
 
 
 class Position(NamedTuple):
-    """Where a reader is in an audit file: which file, and the end of the last line read."""
+    """Where a reader is in an audit file: which file, the end of the last line read,
+    and whether it is inside a line it skips (over-long)."""
 
     inode: int = -1
     offset: int = 0
+    skipping: bool = False
 
 
-def _new_records(path: Path, at: Position) -> tuple[list[dict[str, Any]], Position]:
-    """The records written to `path` since `at`, and where they end.
+def _new_records(
+    path: Path, at: Position, keep: int | None = None, *, tail: bool = False
+) -> tuple[list[dict[str, Any]], Position]:
+    """The records written to `path` since `at` (the last `keep` of them), and where they end.
 
     A last line without its newline is still being written: it is left for the next
-    read. A file that shrank or was replaced is read again from its start. A line
-    that is not a JSON object is skipped.
+    read. A file that shrank or was replaced is read again from its start (`tail`: its
+    last `AUDIT_TAIL_BYTES`). A line that is not a JSON object, or is over
+    `MAX_RECORD_BYTES`, is skipped; at most `AUDIT_TAIL_BYTES` are read a call.
     """
+    records: deque[dict[str, Any]] = deque(maxlen=keep)
     try:
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
             if st.st_ino != at.inode or st.st_size < at.offset:
-                at = Position(st.st_ino, 0)
-            fh.seek(at.offset)
-            chunk = fh.read()
+                reader = LineReader.at_tail(fh, st.st_size) if tail else LineReader()
+                if reader.offset:
+                    err_console.print(Text(f"{path} is {st.st_size} bytes: only its last "
+                                           f"{AUDIT_TAIL_BYTES} are read"), style="dim")
+                at = Position(st.st_ino)
+            else:
+                reader = LineReader(offset=at.offset, skipping=at.skipping)
+            end = min(st.st_size, reader.offset + AUDIT_TAIL_BYTES)
+            for line in reader.lines(fh, end):
+                rec = parse_record(line)
+                if rec is not None:
+                    records.append(rec)
     except FileNotFoundError:
         return [], at
-    complete = chunk[: chunk.rfind(b"\n") + 1]
-    records = [r for r in map(parse_record, complete.split(b"\n")) if r is not None]
-    return records, Position(at.inode, at.offset + len(complete))
+    if reader.overlong:
+        err_console.print(Text(f"{path}: skipped {reader.overlong} line(s) over "
+                               f"{MAX_RECORD_BYTES} bytes"), style="yellow")
+    return list(records), Position(at.inode, reader.offset, reader.skipping)
 
 
 def _follow(path: Path, as_json: bool, at: Position) -> None:
