@@ -133,9 +133,9 @@ def register(app: typer.Typer) -> None:
         called and every output says so. Stop with Ctrl-C; in-flight cycles finish first.
 
         Exit code: 0 when every task it touched ended done and nothing failed; 3 when work
-        is left that cannot move without you (or the model service stayed away); 4 when a
-        task failed or was rejected, or an agent is paused or has an invalid ROM (the
-        summary lists each, with its reason).
+        is left that cannot move without you (or the model service stayed away, or the
+        disk stayed full); 4 when a task failed or was rejected, or an agent is paused or
+        has an invalid ROM (the summary lists each, with its reason).
         """
         hive = original = resolve_hive(folder_given(directory, hive_opt))
         names = _agents_to_run(agents, hive)

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from hivemind.cli.common import console
 from hivemind.daemon.daemon import Daemon
-from hivemind.daemon.outcome import Trouble
+from hivemind.daemon.outcome import DISK_FULL, Trouble
 from hivemind.daemon.status import IdleState, RunTotals
 
 SHOWN = 10  # items of a list printed, the rest counted
@@ -28,8 +28,9 @@ def stall_text(s: IdleState, waiting: list[tuple[str, str]], shown: int = SHOWN,
     """Why `--until-idle` stopped with work left: what is left, and what each task waits
     for (file names and reasons as written, never read as markup)."""
     mail = ", ".join(f"{box} {n}" for box, n in sorted(s.unread.items()) if n)
-    head = ("the model service is still away, given up waiting: "
-            if reason == "model-unavailable" else "nothing more can happen without you: ")
+    head = {"model-unavailable": "the model service is still away, given up waiting: ",
+            DISK_FULL: "the disk is still full, given up waiting for space: ",
+            }.get(reason, "nothing more can happen without you: ")
     text = Text.assemble(
         (head, "yellow"),
         f"{s.pending} pending, {s.active} active task(s), "

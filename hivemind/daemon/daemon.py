@@ -26,10 +26,11 @@ from hivemind.daemon.configwatch import read_hive_toml, watch_hive_toml
 from hivemind.daemon.diskfull import DiskGuard
 from hivemind.daemon.dispatch import Dispatcher
 from hivemind.daemon.gctune import daemon_gc_pace
+from hivemind.daemon.idle import IdleWatch
 from hivemind.daemon.lead import WorkerLead
 from hivemind.daemon.lock import HiveLock, outlive_old_workers
 from hivemind.daemon.runner import AgentRunner, RunOptions
-from hivemind.daemon.status import IdleState, RunTotals, StatusWriter, hive_idle_state
+from hivemind.daemon.status import IdleState, RunTotals, StatusWriter
 from hivemind.daemon.workers import WorkerLink
 from hivemind.errors import WorkerCrashedError, WorkerLostError
 from hivemind.hive.layout import HUMAN, Hive
@@ -48,7 +49,7 @@ FULL_DISPATCH_EVERY = 12  # rescan intervals between full listings of tasks/ by 
 DISPATCH_COALESCE = 0.005  # s a dispatch waits, cycles in flight, to take their ends together
 
 
-class Daemon(WorkerLead):
+class Daemon(WorkerLead, IdleWatch):
     """Runs the agents of one hive until stopped (or idle, with `until_idle`)."""
 
     def __init__(
@@ -547,23 +548,3 @@ class Daemon(WorkerLead):
                 cfg = runner.agent.config()
                 if cfg is not None and matches_any(rel, cfg.watch):
                     self.wake_agents([runner_name])
-
-    async def _idle_loop(self) -> None:
-        """With --until-idle: stop when no work is left, or nothing can move any more."""
-        settle, give_up_after = self.options.idle_settle, self.config.daemon.give_up_after
-        while not self.stopping.is_set():
-            await asyncio.sleep(settle / 3)
-            if self._dispatch_wanted.is_set() or self._retiring or any(
-                r.busy or r.wake.is_set() or outage.still_trying(r, give_up_after)
-                for r in self.runners.values()
-            ):
-                continue
-            if time.monotonic() - self._last_activity < settle:
-                continue
-            state = hive_idle_state(self.hive, list(self.runners))
-            if state.empty:
-                self.stop("idle")
-            elif time.monotonic() - self._last_activity > max(2.0, 4 * settle):
-                self.stalled = state
-                self.stop(outage.stall_reason(self.runners.values()))
-

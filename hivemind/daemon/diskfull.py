@@ -14,6 +14,7 @@ import asyncio
 import errno
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +51,7 @@ class DiskGuard:
         self.backoff = backoff
         self.on_resume = on_resume
         self.problem: str | None = None  # the line that says why the hive waits
+        self._full_at = 0.0  # (monotonic) when the disk was last found full
         self._space = asyncio.Event()
         self._space.set()
         self._filled = asyncio.Event()  # wakes the probe
@@ -59,6 +61,10 @@ class DiskGuard:
     @property
     def full(self) -> bool:
         return not self._space.is_set()
+
+    def full_for(self) -> float:
+        """Seconds the disk has been full (0 while it has space)."""
+        return time.monotonic() - self._full_at if self.full else 0.0
 
     def saw(self, exc: BaseException) -> bool:
         """True if `exc` says the disk is full; the hive then pauses (said once)."""
@@ -73,6 +79,7 @@ class DiskGuard:
             self.problem = (f"the disk is full ({where}{said}): the agents wait, and go on "
                             "by themselves once space is freed")
             logger.warning("%s", self.problem)
+            self._full_at = time.monotonic()
             self._space.clear()
             self._filled.set()
         return True

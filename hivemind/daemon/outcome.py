@@ -4,7 +4,7 @@
        rejected, paused or invalid
     3  work is left that cannot move without you: a task waits (for an agent that
        does not run, a dependency, an answer), or the model service stayed away
-       longer than `[daemon] give_up_after`
+       longer than `[daemon] give_up_after`, or the disk stayed full that long
     4  the run ended, but a task failed or was rejected, an agent was paused (the
        model API refused its key or model) or has an invalid ROM
 
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_WORK_LEFT = 3
 EXIT_NOT_ALL_WELL = 4
-WORK_LEFT = ("stalled", "model-unavailable")  # stop reasons that leave work behind
+DISK_FULL = "disk-full"  # --until-idle: the disk stayed full past `give_up_after`
+WORK_LEFT = ("stalled", "model-unavailable", DISK_FULL)  # stop reasons that leave work behind
 
 _ATTEMPT = re.compile(r"^## Attempt \d+ failed\s*$", re.MULTILINE)
 

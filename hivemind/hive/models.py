@@ -295,7 +295,8 @@ class DaemonSettings(BaseModel):
     give_up_after: float = Field(
         default=900.0, ge=0,
         description="seconds `run --until-idle` keeps waiting for a model service that is "
-        "away (overloaded, unreachable) before it stops, exit code 3",
+        "away (overloaded, unreachable), or for space on a full disk, before it stops, exit "
+        "code 3",
     )
     fsync: bool = Field(
         default=True,
