@@ -401,7 +401,10 @@ def _print_daemon(d: dict[str, Any]) -> None:
                       highlight=False, soft_wrap=True)
         return
     pid = escape(str(d.get("pid", "?")))
-    if d.get("running"):  # checked against the process by `hive_status`
+    if d.get("running") and d.get("stale"):  # locked, status.json not written
+        state = (f"[green]running[/] (pid {pid}), but its status file is stale: the daemon "
+                 "cannot write it (is the disk full?)")
+    elif d.get("running"):  # checked against the process by `hive_status`
         state = f"[green]running[/] (pid {pid})"
     elif d.get("killed"):
         state = f"[yellow]not running[/] (pid {pid} is gone; it was killed)"

@@ -21,6 +21,7 @@ from types import TracebackType
 
 from hivemind.errors import HiveLockedError, LockUnavailableError
 from hivemind.hive import diskspace
+from hivemind.hive.flocks import holders
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)
@@ -225,7 +226,7 @@ async def outlive_old_workers(hive: Hive, giving_up: asyncio.Event) -> bool:
     try:
         if _try_flock(fd, fcntl.LOCK_EX):
             return True
-        pids = ", ".join(map(str, _holders(fd))) or "unknown"
+        pids = ", ".join(map(str, holders(fd))) or "unknown"
         logger.warning(
             "waiting for the worker processes of an earlier daemon to exit (pid %s): they "
             "still run agents of this hive (they hold %s); Ctrl-C gives up",
@@ -252,22 +253,3 @@ def _try_flock(fd: int, how: int) -> bool:
     except BlockingIOError:
         return False
     return True
-
-
-def _holders(fd: int) -> list[int]:
-    """The pids holding a flock on `fd`'s file, as /proc/locks lists them ([] where there
-    is no such file)."""
-    st = os.fstat(fd)
-    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    try:
-        lines = Path("/proc/locks").read_text().splitlines()
-    except OSError:
-        return []
-    pids = set()
-    for line in lines:
-        # "12: FLOCK  ADVISORY  READ  4242 00:2e:1234 0 EOF" (a waiter's has "->")
-        fields = line.split()
-        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == key:
-            with contextlib.suppress(ValueError):
-                pids.add(int(fields[4]))
-    return sorted(pids)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.hive.changes import tasks_not_read
 from hivemind.hive.config import load_config
+from hivemind.hive.flocks import holders_of
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.leftovers import pid_alive
 from hivemind.hive.mailbox import Mailbox
@@ -65,7 +66,9 @@ class HiveStatus(BaseModel):
     daemon: Any = Field(
         default=None,
         description=".hivemind/status.json as the daemon last wrote it, except: `running` is "
-        "false and `killed` true if its process is gone; `{error}` if the file is unreadable",
+        "false and `killed` true if its process is gone; `running` and `stale` true if a "
+        "daemon holds the hive's lock but could not write the file (a full disk); `{error}` "
+        "if the file is unreadable",
     )
 
 
@@ -83,22 +86,34 @@ def _mailboxes(hive: Hive, agents: list[str]) -> dict[str, int]:
 _STATUS_BYTES = 16 * 1024 * 1024  # status.json of a daemon of thousands of agents
 
 
+def _lock_holder(hive: Hive) -> int | None:
+    """The pid of the daemon holding the hive's lock (its folder's, or on NFS its lock
+    file's), or None if no process holds it (or none can be told: no /proc/locks)."""
+    pids = holders_of(hive.root, follow=True) or holders_of(hive.lock_file)
+    return pids[0] if pids else None
+
+
 def _daemon(hive: Hive) -> Any:
     """status.json, with `running` checked against the process: a killed daemon (SIGKILL,
-    power loss) never wrote its last status, so the file alone still says running."""
+    power loss) never wrote its last status, so the file alone still says running; one
+    that cannot write it (a full disk) leaves an old one saying stopped, or none."""
     shown = hive.relative(hive.status_file)
+    holder = _lock_holder(hive)
     try:  # never through a link (a cloned .hivemind/ may carry one), nor without end
         fd = os.open(hive.status_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as fh:
             data = json.loads(fh.read(_STATUS_BYTES))
     except FileNotFoundError:
-        return None
+        return None if holder is None else {"running": True, "pid": holder, "stale": True}
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else " ".join(str(exc).split())
         return {"error": f"{shown} is not readable ({reason})"}
     if not isinstance(data, dict):
         return {"error": f"{shown} is not readable (not a JSON object)"}
-    if data.get("running") and not pid_alive(data.get("pid"), if_unsure=False):
+    if holder is not None and not data.get("running"):
+        data.pop("stopped_because", None)  # that of a run before this one
+        data.update(running=True, pid=holder, stale=True)
+    elif data.get("running") and not pid_alive(data.get("pid"), if_unsure=False):
         data.update(running=False, killed=True)
     return data
 
