@@ -206,7 +206,9 @@ def test_a_repeat_for_a_task_finished_in_the_same_round_stops_nothing(hive: Hive
         run_until_idle(hive, provider(api))
         requests = len(api.message_requests)
 
-    assert requests == 5  # four rounds and the end: the cycle was not cut short
+    # Four rounds, the last ending the last task (no closing call): not cut short.
+    assert requests == 4
     assert {p.stem for p in hive.done_dir.glob("*.md")} == {"t1", "t2"}
     [record] = cycles(hive)
+    assert record["ended"] == "last task ended"
     assert not any("[hivemind]" in c["result"] for c in record["tool_calls"])

@@ -45,10 +45,11 @@ def test_a_task_answered_in_text_is_asked_again_and_completed(hive: Hive) -> Non
 
     assert daemon.exit_reason == "idle"
     assert (hive.done_dir / "text-1.md").is_file()
-    assert model.calls["worker"] == 3  # the text, then complete_task and its last word
+    assert model.calls["worker"] == 2  # the text, then complete_task (no closing word)
     first, second = records(hive, "worker")
     assert first["text"] == "The answer to text-1 is 42." and first["followup"] == ["text-1"]
     assert second["effects"]["tasks_completed"] == ["text-1"]
+    assert first["ended"] is None and second["ended"] == "last task ended"
     assert second["followup"] == []
 
 
@@ -201,7 +202,9 @@ def test_a_question_waits_for_its_answer_without_follow_ups(hive: Hive) -> None:
     assert (hive.done_dir / "ask-1.md").is_file()
     ann = records(hive, "ann")
     assert [c["followup"] for c in ann] == [[], []]  # asked, then answered: no nudge
-    assert model.calls == {"ann": 4, "bob": 2}
+    # ann: the question and its last word, then complete_task (the last held task:
+    # no closing call); bob: the answer and its last word (it ended no task).
+    assert model.calls == {"ann": 3, "bob": 2}
 
 
 def test_a_mail_loop_between_two_agents_is_cut(hive: Hive) -> None:
@@ -238,7 +241,7 @@ def test_a_follow_up_reaches_an_agent_that_runs_in_a_worker_process(
 
     assert [list(link.agents) for link in daemon.workers] == [["bob"]]
     assert (hive.done_dir / "text-1.md").is_file()
-    assert model.calls == {"bob": 3}
+    assert model.calls == {"bob": 2}  # the text, then complete_task: no closing call
 
 
 def test_what_a_task_waits_for_and_its_rounds_outlive_a_restart(hive: Hive) -> None:

@@ -79,14 +79,16 @@ def test_a_real_run_prints_one_line_a_record_and_one_a_tool_call(
     result = log(app, ran, "worker")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    # No record wrapped over two lines; the model's last text has a line of its own.
-    assert len(lines) == 2 + len(calls) + 1, result.output
-    assert lines[-1].strip() == f"said {cycle['text']}"
+    # No record wrapped over two lines; the model's last text has a line of its own, and
+    # so has the turn's end with no closing model call (its last task ended).
+    assert len(lines) == 2 + len(calls) + 2, result.output
+    assert lines[-2].strip() == f"said {cycle['text']}"
+    assert lines[-1].strip() == "ended last task ended, no closing model call"
     assert "#1 start  tasks=['t1'] mail=[]" in lines[0]
     tokens = sum(cycle["usage"].values())
     assert f"#1 cycle kept=2 dropped=0 tokens={tokens} " in lines[1]
     assert "cost" not in lines[1]  # the offline provider's cycle has none (not "None")
-    for line, call in zip(lines[2:-1], calls, strict=True):
+    for line, call in zip(lines[2:-2], calls, strict=True):
         assert line.strip().startswith(f"✓ {call['name']} "), line
         # the input as written, "[offline]" and all (not eaten as console markup)
         assert json.dumps(call["input"], ensure_ascii=False)[:60] in line, line

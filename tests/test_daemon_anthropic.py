@@ -66,7 +66,12 @@ def test_tool_use_is_executed_and_its_result_sent_back(hive: Hive) -> None:
     write_agent(hive, "worker")
     write_task(hive, "t1")
     with FakeAnthropic() as api:
-        api.responder = task_completer
+        # A first round that ends no task: its result goes back to the model.
+        api.responder = scripted_model.scripted(
+            [scripted_model.tool_use(1, "write_file", path="workspace/t1.md", content="bees")],
+            [scripted_model.tool_use(2, "complete_task", task_id="t1",
+                                     result="done by the model")],
+        )
         run_until_idle(hive, provider(api))
         second = api.message_requests[1].body
 
@@ -225,7 +230,7 @@ def test_429_and_529_are_retried(hive: Hive) -> None:
         statuses = len(api.message_requests)
 
     assert (hive.done_dir / "t1.md").exists()
-    assert statuses == 4  # 429, 529, then the tool call and the closing turn
+    assert statuses == 3  # 429, 529, then the tool call (it ends the last task: no more)
     assert all(r.get("error") is None for r in audit(hive, "worker") if r["event"] == "cycle")
 
 
@@ -270,8 +275,16 @@ def _daemon(hive: Hive, api: FakeAnthropic) -> subprocess.Popen[bytes]:
 
 
 def slow_completer(body: Any) -> Reply:
-    """`task_completer`, taking 0.3 s a reply: a signal finds a cycle in flight."""
-    reply = task_completer(body)
+    """Completes one task a round, taking 0.3 s a reply: a signal finds a cycle in flight
+    (all at once, a cycle's one call could end every task it held before the signal)."""
+    tasks = scripted_model.active_tasks(body)
+    n = sum(m["role"] == "assistant" for m in body["messages"])
+    if n < len(tasks):
+        call = scripted_model.tool_use(n, "complete_task", task_id=tasks[n],
+                                       result="done by the model")
+        reply = Reply(body=message_body([call], stop_reason="tool_use"))
+    else:
+        reply = scripted_model.text_reply("all done")
     reply.delay = 0.3
     return reply
 
@@ -365,8 +378,13 @@ def test_usage_and_cost_are_recorded_per_cycle_from_the_price_table(hive: Hive) 
     figures = {"input_tokens": 1000, "output_tokens": 200,
                "cache_creation_input_tokens": 3000, "cache_read_input_tokens": 5000}
 
+    rounds = scripted_model.scripted(  # two calls: a first round ends no task
+        [scripted_model.tool_use(1, "write_file", path="workspace/t1.md", content="bees")],
+        [scripted_model.tool_use(2, "complete_task", task_id="t1", result="done")],
+    )
+
     def completer(body: Any) -> Reply:
-        reply = task_completer(body)
+        reply = rounds(body)
         reply.body["usage"] = figures
         return reply
 
@@ -378,7 +396,7 @@ def test_usage_and_cost_are_recorded_per_cycle_from_the_price_table(hive: Hive) 
     assert cycle["usage"] == {"input_tokens": 2000, "output_tokens": 400,
                               "cache_write_tokens": 6000, "cache_read_tokens": 10000}
     per_call = (1000 * 100.0 + 200 * 1000.0 + 3000 * 10.0 + 5000 * 1.0) / 1_000_000
-    assert cycle["cost"] == pytest.approx(2 * per_call)  # two calls: the tool call, the end
+    assert cycle["cost"] == pytest.approx(2 * per_call)  # two calls: the two rounds
     assert daemon.totals.cost == pytest.approx(2 * per_call)
 
 

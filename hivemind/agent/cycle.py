@@ -352,13 +352,12 @@ class Agent:
         self, cfg: AgentConfig, request: ModelRequest, report: CycleReport,
         task_ids: list[str], ctx: ToolContext, calls: list[dict[str, Any]], said: list[str],
     ) -> None:
-        """Model call, its tool calls, and again, up to `max_steps` rounds. The calls are
-        logged in `calls`, what the model said in `said`, as they come."""
+        """Model call, its tool calls, and again, up to `max_steps` rounds or the round
+        that ends its last task (`last_task_ended`). Logs calls and text as they come."""
         turns: list[Turn] = []
         for _ in range(self.held.steps(cfg, task_ids)):
-            response = await self._call(
-                request.model_copy(update={"turns": turns}), report, task_ids
-            )
+            asked = request.model_copy(update={"turns": turns})
+            response = await self._call(asked, report, task_ids)
             report.stop_reason = response.stop_reason
             if response.text:
                 said.append(response.text)
@@ -385,7 +384,8 @@ class Agent:
             stop = self.tool_runner.break_loops(ctx, response.tool_calls, results, calls)
             turns = [*turns, AssistantTurn(text=response.text, tool_calls=response.tool_calls),
                      ToolResultsTurn(results=results)]
-            if stop:
+            report.ended = self.held.last_task_ended(ctx, response, results, self.mailbox)
+            if stop or report.ended:
                 return
         if not self.tool_runner.progressed:  # with progress, the next cycle goes on
             report.error = f"stopped after max_steps={cfg.max_steps} rounds without progress"
@@ -649,7 +649,7 @@ class Agent:
             followup=self.held.pending if report.followup else [],
             held=self.held.snapshot(),
             error=report.error,
-            stop_reason=report.stop_reason,
+            stop_reason=report.stop_reason, ended=report.ended,
             duration_ms=round((time.perf_counter() - report.started) * 1000, 1),
             model_ms=round(report.model_ms, 1),
             tools_ms=round(report.tools_ms, 1),

@@ -17,9 +17,10 @@ from typing import Any
 from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import HUMAN
-from hivemind.hive.mailbox import MailItem
+from hivemind.hive.mailbox import Mailbox, MailItem
 from hivemind.hive.models import AgentConfig, TaskState
 from hivemind.hive.tasks import TaskRef
+from hivemind.llm.base import ModelResponse, ToolResult
 from hivemind.memory.blocks import ContextBlock, Priority
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.tools.base import ToolContext
@@ -29,6 +30,7 @@ from hivemind.tools.memory import end_task_memory
 FOLLOWUP_ID = "context:followup"
 SAID_CHARS = 1_000  # of the model's last text, in a failed task's reason
 _ENDED = (TaskState.DONE, TaskState.FAILED, TaskState.REJECTED)
+LAST_TASK_ENDED = "last task ended"  # why a turn ended with no closing model call
 
 
 @dataclass
@@ -63,6 +65,7 @@ class HeldWork:
         self.turn = 0  # a new follow-up is a new input key
         self.conversations = Conversations()
         self.mirrored: dict[str, Any] | None = None  # status of an agent a worker runs
+        self.shown_mail: set[str] = set()  # ids of the mail the cycle's model is shown
 
     def status(self) -> dict[str, Any]:
         """What status.json shows: what held tasks wait for, the latest refusals."""
@@ -72,6 +75,7 @@ class HeldWork:
 
     def hear(self, unread: list[MailItem], new: set[str]) -> None:
         """Mail new this cycle: answers to questions, messages of a thread, task ends."""
+        self.shown_mail = {item.message.id for item in unread}
         for item in unread:
             m = item.message
             if f"mail:{m.id}" not in new:
@@ -195,6 +199,23 @@ class HeldWork:
         if pending:
             self.turn += 1
         return failing
+
+    def last_task_ended(self, ctx: ToolContext, response: ModelResponse,
+                        results: list[ToolResult], mailbox: Mailbox) -> str | None:
+        """`LAST_TASK_ENDED` if the round's calls ended the last task the agent held, none
+        failed, and no mail waits that the model was not shown; None otherwise."""
+        # Then the model's next reply ("Done.") is not needed: the turn ends without it,
+        # as an output tool ends a pydantic-ai run. Not after an error (the model must see
+        # it), nor while unseen mail waits. No task held: no follow-up can be pending.
+        fx = ctx.effects
+        ended = {c.input.get("task_id") for c in response.tool_calls
+                 if c.name in ("complete_task", "fail_task")}
+        if ctx.active_tasks or any(r.is_error for r in results) \
+                or ended.isdisjoint([*fx.tasks_completed, *fx.tasks_failed]):
+            return None
+        if any(item.message.id not in self.shown_mail for item in mailbox.unread()):
+            return None
+        return LAST_TASK_ENDED
 
     def _track(self, tid: str, attempt: int) -> TaskTrack:
         """The task's track, a new one for a new claim (a retried task starts afresh)."""

@@ -31,6 +31,7 @@ class CycleReport:
     tasks_failed: int = 0
     messages_sent: int = 0
     stop_reason: str | None = None  # of the model's last reply
+    ended: str | None = None  # why the turn ended with no closing model call (`followup`)
     retry: bool = False
     retry_after: float | None = None  # seconds the API asked to wait before a retry
     model_failure: FailureKind | None = None  # the kind of a provider error, if one

@@ -239,6 +239,9 @@ def _print_record(rec: dict[str, Any], as_json: bool) -> None:
                   f" → {_one_line(result)[:100]}" if result is not None else "")
         if rec.get("text"):  # what the model said: its answer, even one no tool took
             _line("     ", ("said", "cyan"), f" {_one_line(rec['text'])[:300]}")
+        if rec.get("ended"):  # the turn's end with no closing model call, and why
+            _line("     ", ("ended", "green"), f" {_one_line(rec['ended'])[:100]}, "
+                  "no closing model call")
         effects = rec.get("effects")
         for why in (effects.get("refusals") or []) if isinstance(effects, dict) else []:
             _line("     ", ("refused", "yellow"), f" {_one_line(why)[:200]}")
