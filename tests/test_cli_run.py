@@ -67,8 +67,9 @@ def test_max_cycles_stops_after_that_many_cycles(hive: Hive) -> None:
 
     result = run(hive, "--max-cycles", "1")
 
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # cut short: the next four are in hand
     assert "stopped: max-cycles" in result.output
+    assert result.output.count("in hand: ann/") == 4
     assert len(done_by(hive)) == 4
     cycles = [x for x in hive.audit_path("ann").read_text().splitlines() if '"event": "cycle"' in x]
     assert len(cycles) == 1
@@ -261,3 +262,25 @@ def test_a_task_its_idle_turns_failed_makes_exit_code_4_with_the_ceiling_named(
     assert (problem["kind"], problem["name"]) == ("failed", "t1")
     assert "max_idle_turns=2" in problem["reason"]
     assert "I think t1 comes to 42." in problem["reason"]
+
+
+def test_an_until_idle_run_cut_short_with_a_task_in_hand_is_no_success(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped by --max-cycles (or Ctrl-C) with t1 still claimed, the run said 0: "every
+    task it touched ended in done/", which a script or a CI job took for success."""
+    write_agent(hive, "ann")
+    write_task(hive, "t1")
+    with FakeAnthropic() as api:
+        api.responder = lambda _body: scripted_model.text_reply("Still thinking about t1.")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-cli-run-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        hive.config_file.write_text("[daemon]\nsettle_time = 0.0\n")
+        result = CliRunner().invoke(
+            app, ["run", str(hive.root), "--until-idle", "--max-cycles", "1", "--json"])
+
+    assert result.exit_code == 3, result.output
+    summary = json.loads(result.stdout)
+    assert summary["stopped_because"] == "max-cycles"
+    assert [(p["kind"], p["name"]) for p in summary["problems"]] == [("in hand", "ann/t1")]
+    assert (hive.active_dir_for("ann") / "t1.md").is_file()

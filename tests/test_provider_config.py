@@ -222,7 +222,7 @@ def test_a_run_stopped_by_a_refused_key_ends_saying_why(
         monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)  # set, it would win
         result = run_cli(hive)
 
-    assert result.exit_code == 3, result.output  # t1 is back in tasks/, nobody can take it
+    assert result.exit_code == 4, result.output  # paused (and t1 waits: paused wins)
     text = " ".join(result.output.split())
     assert ("paused: worker: ModelAccessError: claude-sonnet-5-5: HTTP 401 request "
             "refused: invalid x-api-key (the API key was not accepted: check "

@@ -31,7 +31,7 @@ from hivemind.cli.run_summary import print_summary, summary_json
 from hivemind.cli.scratch import scratch_copy
 from hivemind.daemon.configwatch import read_hive_toml
 from hivemind.daemon.daemon import Daemon, RunOptions
-from hivemind.daemon.outcome import BoardBefore, exit_code, troubles
+from hivemind.daemon.outcome import BoardBefore, outcome
 from hivemind.errors import ConfigError
 from hivemind.hive.config import LoadedConfig, load_config, load_hive_config
 from hivemind.hive.layout import Hive
@@ -132,10 +132,12 @@ def register(app: typer.Typer) -> None:
         Claude needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); with --offline no model is
         called and every output says so. Stop with Ctrl-C; in-flight cycles finish first.
 
-        Exit code: 0 when every task it touched ended done and nothing failed; 3 when work
-        is left that cannot move without you (or the model service stayed away, or the
-        disk stayed full); 4 when a task failed or was rejected, or an agent is paused or
-        has an invalid ROM (the summary lists each, with its reason).
+        Exit code: 0 when every task it touched ended done and nothing failed; 1 when it
+        refused to start; 2 on a wrong command line or a runtime failure; 3 when work is
+        left that cannot move without you (or the model service stayed away, or the disk
+        stayed full, or --until-idle was cut short with tasks in hand); 4 when a task
+        failed or was rejected, or an agent is paused or has an invalid ROM (the summary
+        lists each, with its reason).
         """
         hive = original = resolve_hive(folder_given(directory, hive_opt))
         names = _agents_to_run(agents, hive)
@@ -177,8 +179,7 @@ def register(app: typer.Typer) -> None:
         started, before = time.monotonic(), BoardBefore.of(hive)
         reason = asyncio.run(daemon.run())
         seconds = time.monotonic() - started
-        found = troubles(hive, before, daemon.runners.values())
-        code = exit_code(reason, found)
+        found, code = outcome(hive, before, daemon.runners.values(), reason, until_idle)
         if as_json:
             typer.echo(json.dumps(summary_json(daemon, seconds, reason, found, code)))
         else:

@@ -4,11 +4,13 @@
        rejected, paused or invalid
     3  work is left that cannot move without you: a task waits (for an agent that
        does not run, a dependency, an answer), or the model service stayed away
-       longer than `[daemon] give_up_after`, or the disk stayed full that long
+       longer than `[daemon] give_up_after`, or the disk stayed full that long; or
+       --until-idle was stopped (Ctrl-C, a signal, --max-cycles) with tasks in hand
     4  the run ended, but a task failed or was rejected, an agent was paused (the
        model API refused its key or model) or has an invalid ROM
 
-(1 is a refusal before anything ran, e.g. no credentials; 2 a runtime failure.)
+(1 is a refusal before anything ran, e.g. no credentials; 2 a mistake on the command
+line, or a runtime failure.)
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ EXIT_WORK_LEFT = 3
 EXIT_NOT_ALL_WELL = 4
 DISK_FULL = "disk-full"  # --until-idle: the disk stayed full past `give_up_after`
 WORK_LEFT = ("stalled", "model-unavailable", DISK_FULL)  # stop reasons that leave work behind
+CUT_SHORT = ("signal", "max-cycles")  # stops a person or a limit made before the run's end
+IN_HAND = "in hand"
 
 _ATTEMPT = re.compile(r"^## Attempt \d+ failed\s*$", re.MULTILINE)
 
@@ -101,8 +105,34 @@ def troubles(
     return found
 
 
+def in_hand(hive: Hive) -> list[Trouble]:
+    """The tasks still claimed in tasks/active/<agent>/, for a run cut short."""
+    found = []
+    with contextlib.suppress(OSError):
+        for folder in sorted(hive.active_dir.iterdir()):
+            with contextlib.suppress(OSError):
+                found += [Trouble(IN_HAND, f"{folder.name}/{p.stem}",
+                                  "the run stopped before it ended; it resumes at the next run")
+                          for p in sorted(folder.glob("*.md")) if not p.name.startswith(".")]
+    return found
+
+
 def exit_code(reason: str, found: list[Trouble]) -> int:
     """The exit code of `hivemind run` that stopped for `reason` (see the module)."""
-    if reason in WORK_LEFT:
+    if any(t.kind != IN_HAND for t in found):
+        return EXIT_NOT_ALL_WELL
+    if reason in WORK_LEFT or found:
         return EXIT_WORK_LEFT
-    return EXIT_NOT_ALL_WELL if found else EXIT_OK
+    return EXIT_OK
+
+
+def outcome(
+    hive: Hive, before: BoardBefore, runners: Iterable[AgentRunner], reason: str,
+    until_idle: bool,
+) -> tuple[list[Trouble], int]:
+    """What a run that stopped for `reason` met that did not end well, and its exit code;
+    an --until-idle run cut short also lists the tasks it left in hand."""
+    found = troubles(hive, before, runners)
+    if until_idle and reason in CUT_SHORT:
+        found += in_hand(hive)
+    return found, exit_code(reason, found)
