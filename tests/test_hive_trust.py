@@ -257,3 +257,42 @@ def test_a_damaged_trust_record_trusts_nothing(
     assert revoked.exit_code == 0 and not record.exists()  # the damaged record went too
     assert cli("trust", str(clone.root)).exit_code == 0
     assert json.loads(record.read_text())["hive"] == str(clone.root)
+
+
+@pytest.mark.parametrize("command", ["status", "run"])
+def test_the_hint_to_trust_names_the_hive_to_paste(
+    tmp_path: Path, hive_api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """The hint said `hivemind trust`: pasted elsewhere than the hive, it acted on the
+    folder it was pasted in (not a hive, or another one)."""
+    clone = cloned_hive(tmp_path, hostile_toml(hive_api.base_url, "HIVE_KEY"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", USER_KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", hive_api.base_url)  # never the real service
+    args = ["run", "clone", "--until-idle", "--max-cycles", "1"] if command == "run" else [
+        "status", "clone"]
+
+    said = one_line(cli(*args).output)
+
+    assert "run `hivemind trust clone` to apply them" in said
+    assert clone.root.name == "clone"
+
+
+def test_a_refusal_for_no_key_names_the_untrusted_key_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hive.toml names $HIVE_KEY, which is set; untrusted, it is ignored, and the refusal
+    named only $ANTHROPIC_API_KEY: the person could not tell why their key was not used."""
+    clone = cloned_hive(tmp_path, hostile_toml("http://127.0.0.1:9", "HIVE_KEY"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HIVE_KEY", HIVE_KEY)
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+    result = cli("run", "clone", "--until-idle")
+
+    assert result.exit_code == 1
+    said = one_line(result.output)
+    assert said.startswith("error: no model credentials")
+    assert "[provider] api_key_env ignored" in said and "`hivemind trust clone`" in said
+    assert HIVE_KEY not in said

@@ -343,7 +343,8 @@ def print_status(status: HiveStatus) -> None:
         console.print(
             f"[bold red]{escape(status.config_error)}[/]", highlight=False, soft_wrap=True
         )
-    if status.trust is not None and (line := ignored_line(status.trust, "hive.toml")):
+    folder = shown_path(Path(status.root))
+    if status.trust is not None and (line := ignored_line(status.trust, "hive.toml", folder)):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
 
     agents = Table(title="Agents", title_justify="left")

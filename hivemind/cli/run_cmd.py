@@ -26,6 +26,7 @@ from hivemind.cli.common import (
     fail,
     folder_given,
     resolve_hive,
+    shown_path,
 )
 from hivemind.cli.run_summary import print_summary, summary_json
 from hivemind.cli.scratch import scratch_copy
@@ -33,7 +34,7 @@ from hivemind.daemon.configwatch import read_hive_toml
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.outcome import BoardBefore, outcome
 from hivemind.errors import ConfigError
-from hivemind.hive.config import LoadedConfig, load_config, load_hive_config
+from hivemind.hive.config import LoadedConfig, load_config
 from hivemind.hive.layout import Hive
 from hivemind.hive.trust import ignored_line
 from hivemind.llm.select import BASE_URL_ENV, credential, make_provider, wants_offline
@@ -55,10 +56,10 @@ def _cycle_line(report: CycleReport) -> None:
     console.print("  ".join(bits), highlight=False, soft_wrap=True)
 
 
-def _provider_lines(loaded: LoadedConfig, shown_file: str) -> list[str]:
+def _provider_lines(loaded: LoadedConfig, shown_file: str, folder: str) -> list[str]:
     """What of hive.toml's `[provider]` is not used, and why: not trusted, or the
     environment's endpoint wins (one line each)."""
-    lines = [line] if (line := ignored_line(loaded.trust, shown_file)) else []
+    lines = [line] if (line := ignored_line(loaded.trust, shown_file, folder)) else []
     file_url = loaded.config.provider.base_url
     if file_url is not None and os.environ.get(BASE_URL_ENV):
         lines.append(f"{shown_file}: [provider] base_url not used: ${BASE_URL_ENV} is set, "
@@ -142,12 +143,15 @@ def register(app: typer.Typer) -> None:
         hive = original = resolve_hive(folder_given(directory, hive_opt))
         names = _agents_to_run(agents, hive)
         out = err_console if as_json else console  # stdout holds the JSON alone
-        settings = load_hive_config(hive).provider
-        if not wants_offline(settings, offline):
+        first = load_config(hive)
+        if not wants_offline(first.config.provider, offline):
             try:  # none and no --offline: refused before anything runs
-                credential(settings)
+                credential(first.config.provider)
             except ConfigError as exc:
-                fail(str(exc))
+                hint = ignored_line(first.trust, hive.relative(hive.config_file),
+                                    shown_path(hive.root))
+                fail(f"{exc}. {hint}" if hint and "api_key_env" in first.trust.ignored
+                     else str(exc))
         if scratch:
             hive, left_out = scratch_copy(hive)
             for line in left_out:
@@ -156,7 +160,8 @@ def register(app: typer.Typer) -> None:
         hive_toml = read_hive_toml(hive)  # first: an edit from here on is told, not missed
         loaded = load_config(hive, trusted_as=original)
         config = loaded.config
-        for line in _provider_lines(loaded, hive.relative(hive.config_file)):
+        shown_file, folder = hive.relative(hive.config_file), shown_path(original.root)
+        for line in _provider_lines(loaded, shown_file, folder):
             out.print(Text(line, style="yellow"), soft_wrap=True)
         provider = make_provider(config.provider, offline=offline)
         if provider.offline:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -169,12 +170,17 @@ def apply_trust(
         state=state, ignored=ignored)
 
 
-def ignored_line(trust: ProviderTrust, shown_file: str) -> str | None:
-    """One line saying which settings of hive.toml are left out and how to apply them."""
+def ignored_line(trust: ProviderTrust, shown_file: str, folder: str = "") -> str | None:
+    """One line saying which settings of hive.toml are left out and how to apply them
+    (`folder`: the hive as the person types it, for the command to paste)."""
     if not trust.ignored:
         return None
     keys = " and ".join(f"[provider] {k}" for k in trust.ignored)
     why = ("it changed since you trusted it" if trust.state is TrustState.CHANGED
            else "you have not trusted this file")
-    return (f"{shown_file}: {keys} ignored, as {why}; the environment decides where "
-            f"requests go. Read the file, then run `hivemind trust` to apply them.")
+    which = "where requests go and which key" if len(trust.ignored) > 1 else (
+        "where requests go" if trust.ignored == ["base_url"] else "which key is sent")
+    command = f"hivemind trust {shlex.quote(folder)}" if folder else "hivemind trust"
+    return (f"{shown_file}: {keys} ignored, as {why}; the environment decides {which}. "
+            f"Read the file, then run `{command}` to apply "
+            f"{'them' if len(trust.ignored) > 1 else 'it'}.")
