@@ -198,6 +198,25 @@ async def test_a_read_sees_a_write_made_earlier_in_the_same_round(
     assert "new" in results[1].content and "old" not in results[1].content
 
 
+async def test_a_read_made_again_after_a_write_in_the_round_runs_again(hive: Hive) -> None:
+    """Identical calls of a round share one answer, but not across a write of what they
+    read: the third read sees the write, the second shares the first's answer."""
+    agent = open_agent(hive)
+    (hive.workspace_dir / "a.md").write_text("old")
+
+    results = await run_round(agent, tool_calls(
+        ("read_file", {"path": "workspace/a.md"}),
+        ("read_file", {"path": "workspace/a.md"}),
+        ("write_file", {"path": "workspace/a.md", "content": "new"}),
+        ("read_file", {"path": "workspace/a.md"}),
+    ))
+
+    assert errors(results) == []
+    assert [r.tool_use_id for r in results] == [f"call-{i}" for i in range(4)]
+    assert results[0].content == results[1].content and "old" in results[0].content
+    assert "new" in results[3].content and "old" not in results[3].content
+
+
 async def test_an_edit_applies_to_a_write_made_earlier_in_the_same_round(hive: Hive) -> None:
     agent = open_agent(hive)
 

@@ -25,14 +25,16 @@ def concerned_tasks(call_input: Mapping[str, Any], held: Sequence[str]) -> list[
     words in the call's short strings (a path like `workspace/<id>.md`, a subject,
     a title); else, when nothing tells, every task held (the call serves them all).
     """
-    if not held:
-        return []
+    return named_tasks(call_input, held) or list(held)
+
+
+def named_tasks(call_input: Mapping[str, Any], held: Sequence[str]) -> list[str]:
+    """The ids among `held` that the call names (as `concerned_tasks`); [] if none."""
     named = [v for k in NAMING_FIELDS if isinstance(v := call_input.get(k), str) and v in held]
     if named:
         return list(dict.fromkeys(named))
     texts = _short_strings(call_input)
-    found = [t for t in held if any(_mentions(text, t) for text in texts)]
-    return found or list(held)
+    return [t for t in held if any(_mentions(text, t) for text in texts)]
 
 
 def _short_strings(call_input: Mapping[str, Any]) -> list[str]:

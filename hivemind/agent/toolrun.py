@@ -1,20 +1,19 @@
 """Running one round of the model's tool calls, and the loop breaker.
 
 The calls of a round were written together, blind to each other's results, so they
-run overlapped (see `ToolRunner.run_calls`). The same call repeated `loop_breaker`
-times for a task, with the same answer each time, stops that task; repeated while no
-task is held, it ends the cycle. A call whose answer changed (a folder listed again
-after a write) made progress: its count starts again.
+run overlapped (see `ToolRunner.run_calls`); identical ones are one call. A task that
+repeats a call `loop_breaker` rounds without progress stops (the rule: `agent.loops`);
+while no task is held, the cycle ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
 from typing import Any
 
 from hivemind.agent.concerns import concerned_tasks
+from hivemind.agent.loops import NO_TASK, LoopCounter
 from hivemind.agent.services import HiveServices
 from hivemind.hive.models import AgentConfig
 from hivemind.llm.base import ModelResponse, ToolCall, ToolResult
@@ -24,7 +23,6 @@ from hivemind.tools.base import Footprint, ToolContext, canonical_call
 from hivemind.tools.memory import end_task_memory
 
 SUMMARY_CHARS = 300
-NO_TASK = "-"  # the loop breaker's key for calls made while no task is held
 
 
 def short(value: Any, limit: int = SUMMARY_CHARS) -> str:
@@ -40,6 +38,12 @@ def _finished(result: ToolResult) -> asyncio.Task[ToolResult]:
         return result
 
     return asyncio.ensure_future(ready())
+
+
+async def _same_answer(twin: asyncio.Task[ToolResult], call: ToolCall) -> ToolResult:
+    """The answer of the identical call made earlier in the round, as this call's."""
+    result = await twin
+    return ToolResult(tool_use_id=call.id, content=result.content, is_error=result.is_error)
 
 
 def _cut_call(call: ToolCall, max_tokens: int) -> ToolResult:
@@ -61,18 +65,19 @@ class ToolRunner:
         self.s = services
         self.working = working
         self.cycle_no = 0
-        self.loops: dict[str, Counter[str]] = {}  # per task held (or NO_TASK): call → times
-        self._answers: dict[str, dict[str, int]] = {}  # ... call → hash of its last answer
+        self.loops = LoopCounter()
         self._repeated: dict[str, str] = {}  # the keys whose call reached the limit this round
-        self.progressed: set[str] = set()  # tasks with a call this cycle not made before
+
+    @property
+    def progressed(self) -> set[str]:
+        """Tasks with a call this cycle not made before (or whose answer changed)."""
+        return self.loops.progressed
 
     def start_cycle(self, cycle_no: int, held: list[str]) -> None:
         """Repeats count on only for the tasks still held."""
         self.cycle_no = cycle_no
-        self.loops = {k: v for k, v in self.loops.items() if k in held}
-        self._answers = {k: v for k, v in self._answers.items() if k in held}
+        self.loops.start_cycle(held)
         self._repeated = {}
-        self.progressed = set()
 
     async def run_calls(
         self, ctx: ToolContext, response: ModelResponse, cfg: AgentConfig,
@@ -85,22 +90,33 @@ class ToolRunner:
         make their files visible in call order. A call whose footprint conflicts with
         an unfinished earlier one (it reads what that one writes) first waits for the
         round so far: it sees every earlier effect, as if the calls had run one by one.
+        A call identical to an earlier one gets its answer (the model asked it once per
+        task it was for), unless a call between them wrote what it reads.
         """
         cut = response.stop_reason == "max_tokens"
+        held = list(ctx.active_tasks)
         running: list[asyncio.Task[ToolResult]] = []
         touched = Footprint.of()  # what the unfinished calls read and write, together
         started: list[asyncio.Task[ToolResult]] = []
+        made: dict[str, tuple[Footprint, asyncio.Task[ToolResult]]] = {}  # call → its run
         try:
             for i, call in enumerate(response.tool_calls):
                 if cut and i == len(response.tool_calls) - 1:
                     # Only the last block can be cut short: its input may be half of it.
                     started.append(_finished(_cut_call(call, cfg.max_output_tokens)))
                     continue
+                canonical = canonical_call(call)
+                if (twin := made.get(canonical)) is not None:
+                    started.append(asyncio.ensure_future(_same_answer(twin[1], call)))
+                    continue
                 footprint = self.s.tools.footprint(call)
+                writes = Footprint.of(writes=footprint.writes)
+                made = {c: run for c, run in made.items() if not run[0].after(writes)}
                 if running and footprint.after(touched):
                     await asyncio.wait(running)
                     running, touched = [], Footprint.of()
                 task = asyncio.ensure_future(self._run_tool(ctx, call))
+                made[canonical] = (footprint, task)
                 running.append(task)
                 touched = touched.union(footprint)
                 started.append(task)
@@ -113,27 +129,16 @@ class ToolRunner:
         for call, result in zip(response.tool_calls, results, strict=True):
             calls.append({"name": call.name, "input": call.input,
                           "result": short(result.content), "error": result.is_error})
+        ran = list(zip(response.tool_calls, results, strict=True))
+        self._repeated = self.loops.count_round(held, ran[:-1] if cut else ran,
+                                                self.s.config.daemon.loop_breaker)
         return results
 
     async def _run_tool(self, ctx: ToolContext, call: ToolCall) -> ToolResult:
         # The tasks it is for, among those still held (a task finished earlier in the
-        # cycle is no longer any call's); none held: counted under NO_TASK.
+        # cycle is no longer any call's).
         concerned = concerned_tasks(call.input, list(ctx.active_tasks))
-        canonical = canonical_call(call)
-        limit = self.s.config.daemon.loop_breaker
-        over = True
-        for key in concerned or [NO_TASK]:
-            counts = self.loops.setdefault(key, Counter())
-            counts[canonical] += 1
-            if counts[canonical] >= limit:
-                self._repeated.setdefault(key, canonical)  # `break_loops` acts on it
-            over = over and counts[canonical] > limit
-        if over:  # past the limit in this round already: its effects are not repeated
-            result = ToolResult(tool_use_id=call.id, is_error=True,
-                                content=f"not run: the same call was made {limit} times")
-        else:
-            result = await self.s.tools.execute(ctx, call)
-            self._progress(concerned or [NO_TASK], canonical, result, limit)
+        result = await self.s.tools.execute(ctx, call)
         # Recorded as the call ends: a task finished later in the round consolidates the
         # steps that led to it (its own: see `concerned_tasks`).
         self.working.add(
@@ -147,23 +152,6 @@ class ToolRunner:
         )
         return result
 
-    def _progress(self, keys: list[str], canonical: str, result: ToolResult, limit: int) -> None:
-        """A call whose answer differs from its last one is no repeat: its count starts
-        again at this call (and a limit it reached is not acted on), and it is progress
-        for its tasks."""
-        answer = hash((result.is_error, result.content))
-        for key in keys:
-            answers = self._answers.setdefault(key, {})
-            before, answers[canonical] = answers.get(canonical), answer
-            if before != answer and key != NO_TASK:
-                self.progressed.add(key)
-            counts = self.loops.get(key)
-            if before is None or before == answer or counts is None:
-                continue
-            counts[canonical] = 1
-            if self._repeated.get(key) == canonical and limit > 1:
-                del self._repeated[key]
-
     def break_loops(self, ctx: ToolContext, round_calls: list[ToolCall],
                     results: list[ToolResult], log: list[dict[str, Any]]) -> bool:
         """Stop what the round repeated too often: a task (its other tasks go on), or,
@@ -173,8 +161,7 @@ class ToolRunner:
         end = stopped = False
         tripped, self._repeated = self._repeated, {}
         for key, repeated in tripped.items():
-            self.loops.pop(key, None)
-            self._answers.pop(key, None)
+            self.loops.forget(key)
             reason = (f"stopped: the same tool call was repeated {limit} times "
                       f"({short(repeated, 120)})")
             if key != NO_TASK:
