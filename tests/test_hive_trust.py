@@ -283,7 +283,7 @@ def test_a_refusal_for_no_key_names_the_untrusted_key_variable(
 ) -> None:
     """hive.toml names $HIVE_KEY, which is set; untrusted, it is ignored, and the refusal
     named only $ANTHROPIC_API_KEY: the person could not tell why their key was not used."""
-    clone = cloned_hive(tmp_path, hostile_toml("http://127.0.0.1:9", "HIVE_KEY"))
+    cloned_hive(tmp_path, hostile_toml("http://127.0.0.1:9", "HIVE_KEY"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HIVE_KEY", HIVE_KEY)
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
