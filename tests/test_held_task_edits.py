@@ -73,7 +73,9 @@ def test_an_append_during_the_model_call_is_shown_to_the_model_before_the_end(
         api.responder = _completes_each_round(requests, 0.3, append)
         run_until_idle(hive, scripted_model.provider(api))
 
-    [_, told, _] = requests  # the call that saw the edit, then the one told it is done
+    # The call refused to end the edited task, then the one told of the edit (which ends
+    # it: the last task ended, no closing call follows).
+    [_, told] = requests
     [result] = last_results(told)
     assert "was edited while you worked on it" in result
     assert "ALSO: refund the shipping." in result

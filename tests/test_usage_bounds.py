@@ -51,11 +51,11 @@ def test_usage_out_of_bounds_is_clamped_and_said(
     records = audit(hive, "worker")
     [cycle] = [r for r in records if r["event"] == "cycle"]
     for field, value in counted.items():
-        assert cycle["usage"][field] == 2 * value  # two calls: the tool call, the end
-        assert getattr(daemon.totals.usage, field) == 2 * value
+        assert cycle["usage"][field] == value  # one call: complete_task ended the turn
+        assert getattr(daemon.totals.usage, field) == value
     assert cycle["cost"] < 100.0 and daemon.totals.cost < 100.0
     notes = [r["note"] for r in records if r["event"] == "usage_clamped"]
-    assert len(notes) == 2 and all(named in n for n in notes)
+    assert len(notes) == 1 and all(named in n for n in notes)
     assert named in caplog.text
     assert (hive.done_dir / "t1.md").exists()  # the work itself went on
 
