@@ -107,9 +107,10 @@ def test_a_stop_cuts_a_cycle_past_its_grace_and_the_restart_finishes_the_task(
         first.send_signal(signal.SIGTERM)
         out = finish(first, "the daemon stopped with a model call in flight")
 
-        assert first.returncode == 0, out
+        assert first.returncode == 3, out  # cut short with t1 in hand
         assert "Traceback" not in out, out
         assert "stopped: signal" in out, out
+        assert "in hand: worker/t1" in " ".join(out.split()), out
         assert len(api.message_requests) == 1  # nothing was retried on the way out
         # The task is where the stop found it: claimed, unfinished, not lost.
         claimed = hive.active_dir_for("worker") / "t1.md"
