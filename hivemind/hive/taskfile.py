@@ -9,6 +9,7 @@ appends a section to the body; every other line stays as it was.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Mapping
@@ -87,21 +88,27 @@ def _edited(
     return head + "".join(lines) + fence + body
 
 
+@functools.lru_cache(maxsize=64)
+def _key_line(key: str) -> re.Pattern[str]:
+    """Matches the first line of top-level field `key` (compiled once per key)."""
+    return re.compile(rf"^{re.escape(key)}[ \t]*:(?:[ \t]|\r?\n|$)")
+
+
 def _field_at(lines: list[str], key: str) -> int | None:
-    pattern = re.compile(rf"^{re.escape(key)}[ \t]*:(?:[ \t]|\r?\n|$)")
-    return next((i for i, line in enumerate(lines) if pattern.match(line)), None)
+    match = _key_line(key).match
+    return next((i for i, line in enumerate(lines) if match(line)), None)
 
 
 def _set_field(lines: list[str], key: str, value: Any) -> list[str]:
     """Every `key:` line (and its continuation lines) out; the new one where the first
     was, or at the end."""
-    at = _field_at(lines, key)
+    match = _key_line(key).match
     new = [] if value is None else [dump_front({key: value})]
-    if at is None:
+    if not any(match(line) for line in lines):
         return lines + new
     out, i, placed = [], 0, False
     while i < len(lines):
-        if _field_at(lines[i : i + 1], key) == 0:
+        if match(lines[i]):
             i += 1
             while i < len(lines) and _CONTINUATION.match(lines[i]):
                 i += 1
