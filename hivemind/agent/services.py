@@ -116,22 +116,27 @@ class HiveServices:
 
 
 class HiveFigures:
-    """The hive figures for STATUS blocks, recomputed at most every `ttl` seconds, and
-    after every task move it is told of (`moved`): the counts an agent sees include the
-    claim made for it just now."""
+    """The hive figures for STATUS blocks, recomputed at most every `ttl` seconds; after
+    a task move it is told of (`moved`) the task counts are taken again at once (the
+    counts an agent sees include the claim made for it just now), the team (a ROM read
+    per agent) keeps its ttl."""
 
     def __init__(self, services: HiveServices, ttl: float = FIGURES_TTL) -> None:
         self.services = services
         self.ttl = ttl
         self._at = -math.inf
+        self._moved = False
         self._figures: dict[str, Any] = {}
 
     def __call__(self) -> dict[str, Any]:
         now = time.monotonic()
         if now - self._at > self.ttl:
-            self._figures, self._at = self.services.board_figures(), now
+            self._figures, self._at, self._moved = self.services.board_figures(), now, False
+        elif self._moved:  # the counts again; the team (ROMs read) keeps its ttl
+            tasks = {k.value: v for k, v in self.services.board.counts().items()}
+            self._figures, self._moved = {**self._figures, "tasks": tasks}, False
         return self._figures
 
     def moved(self, *_move: object) -> None:
         """A task moved (a claim, an end, a release: any `on_load_change`)."""
-        self._at = -math.inf
+        self._moved = True

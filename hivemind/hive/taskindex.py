@@ -25,7 +25,7 @@ from hivemind.hive.quarantine import REASON_SUFFIX, quarantine
 from hivemind.hive.routing import route_task
 from hivemind.hive.settling import WRITER_RECHECK, fallback_for, whole_in, writer_open
 from hivemind.hive.statcache import RACY_MARGIN, Sig, StatCache, sig_of
-from hivemind.hive.taskref import TaskRef, md_entries, md_files
+from hivemind.hive.taskref import TaskRef, md_count, md_entries, md_files
 
 logger = logging.getLogger(__name__)
 
@@ -510,10 +510,10 @@ class TaskIndex:
         """How many files are in each state."""
         counts = dict.fromkeys(TaskState, 0)
         # Names only (no stat, no parse): this runs for every STATUS block.
-        counts[TaskState.PENDING] = len(md_entries(self.hive.tasks_dir))
+        counts[TaskState.PENDING] = md_count(self.hive.tasks_dir)
         counts[TaskState.ACTIVE] = sum(self.load().values())
-        counts[TaskState.DONE] = len(md_entries(self.hive.done_dir))
-        counts[TaskState.FAILED] = len(md_entries(self.hive.failed_dir))
+        counts[TaskState.DONE] = md_count(self.hive.done_dir)
+        counts[TaskState.FAILED] = md_count(self.hive.failed_dir)
         with contextlib.suppress(FileNotFoundError):
             counts[TaskState.REJECTED] = sum(
                 1

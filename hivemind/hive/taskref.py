@@ -53,6 +53,16 @@ def md_entries(folder: Path) -> list[os.DirEntry[str]]:
     ]
 
 
+def md_count(folder: Path) -> int:
+    """How many non-temp `*.md` names a folder holds: names only, for counts a status
+    shows (a folder named `x.md` is counted; no file kind is looked up)."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    return sum(1 for name in names if name.endswith(".md") and not is_temp_name(name))
+
+
 def md_files(
     folder: Path, paths: dict[str, Path] | None = None
 ) -> Iterator[tuple[Path, os.stat_result]]:
