@@ -12,8 +12,7 @@ import contextlib
 import errno
 import json
 import os
-import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -177,21 +176,6 @@ def test_a_cycle_whose_record_cannot_be_written_still_counts_its_tokens(
         asyncio.run(main())
 
     assert daemon.totals.usage.input_tokens == 10 * len(api.message_requests)
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs of its own (root only; skipped where it cannot be mounted)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                          capture_output=True, check=False)
-    if made.returncode != 0:
-        pytest.skip(f"no tmpfs here: {made.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_restart_on_a_really_full_disk_starts_and_catches_up(small_disk: Path) -> None:

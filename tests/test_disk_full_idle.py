@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -85,21 +84,6 @@ def test_space_freed_before_give_up_after_lets_until_idle_finish(
 
     assert asyncio.run(main()) == "idle"
     assert (hive.done_dir / "t1.md").exists()
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs of its own (root only; skipped where it cannot be mounted)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                          capture_output=True, check=False)
-    if made.returncode != 0:
-        pytest.skip(f"no tmpfs here: {made.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_until_idle_on_a_really_full_disk_exits_3_naming_it(small_disk: Path) -> None:
