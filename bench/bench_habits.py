@@ -38,8 +38,8 @@ from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import AgentSettings
 from hivemind.llm.anthropic import AnthropicProvider
+from hivemind.settings import AgentSettings
 from tests.fake_anthropic import FakeAnthropic
 from tests.model_habits import HabitModel, data_files, habit_of
 

@@ -27,6 +27,7 @@ if __package__ in (None, ""):  # `python bench/bench_memory.py`
 from rich.console import Console
 from rich.table import Table
 
+from hivemind.clock import utcnow
 from hivemind.memory.blocks import (
     AnyBlock,
     FileBlock,
@@ -35,7 +36,6 @@ from hivemind.memory.blocks import (
     Priority,
     RomBlock,
     StatusBlock,
-    utcnow,
 )
 from hivemind.memory.builder import ContextBuilder
 from hivemind.memory.compressor import MemoryCompressor

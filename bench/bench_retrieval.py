@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.ltm_conversations import Dataset, Question, Turn, generate
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import MemorySettings, RetrievalWeights
 from hivemind.ltm.embeddings import Embedder, embeddings_installed
 from hivemind.ltm.retrieval import RetrievalTuning, Retriever
 from hivemind.ltm.store import LongTermMemory, scope_filter
+from hivemind.settings import MemorySettings, RetrievalWeights
 
 BM25_ONLY = RetrievalWeights(alpha=1.0, beta=0.0, gamma=0.0, delta=0.0)
 DEFAULTS = RetrievalWeights()

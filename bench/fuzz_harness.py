@@ -55,13 +55,13 @@ from hivemind.hive.document import MAX_FILE_BYTES
 from hivemind.hive.frontmatter import read_rom, read_task
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.models import AgentSettings
 from hivemind.hive.quarantine import REASON_SUFFIX
 from hivemind.hive.regular import SETTINGS_FILE_LIMIT
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.taskindex import EMPTY_GRACE
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.offline import OfflineProvider
+from hivemind.settings import AgentSettings
 
 NAME_MAX = 255  # bytes in one file name (Linux)
 

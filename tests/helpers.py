@@ -9,9 +9,9 @@ from pathlib import Path
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import HiveConfig
 from hivemind.llm.base import ModelRequest, ModelResponse, Provider
 from hivemind.llm.offline import OfflineProvider
+from hivemind.settings import HiveConfig
 
 
 def write_agent(hive: Hive, name: str, front: str = "", body: str = "") -> Path:

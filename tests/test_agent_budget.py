@@ -18,8 +18,8 @@ from hivemind.agent.budget import BudgetTracker, start_of_day
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
-from hivemind.hive.models import TokenBudget
 from hivemind.llm.base import Provider
+from hivemind.settings import TokenBudget
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body
 from tests.helpers import (
     CountingProvider,

@@ -12,7 +12,6 @@ from hivemind.agent.services import HiveServices
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.models import AgentConfig
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.anthropic import AnthropicProvider
 from hivemind.llm.base import ToolCall
@@ -21,6 +20,7 @@ from hivemind.ltm.records import MemoryKind, Tier
 from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import BlockType, HistoryBlock
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig
 from hivemind.tools import default_registry
 from hivemind.tools.base import ToolContext
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body

@@ -16,15 +16,16 @@ import pytest
 from hivemind.agent.cycle import FINISHED_KEPT, Agent
 from hivemind.agent.perceive import READ_MAIL_KEPT, matches_any, watched_files
 from hivemind.agent.services import HISTORY_KEPT, HiveServices
+from hivemind.clock import utcnow
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.models import AgentConfig
 from hivemind.hive.tasks import TaskBoard, TaskRef
 from hivemind.llm.base import ToolCall
-from hivemind.memory.blocks import BlockType, ContextBlock, FileBlock, HistoryBlock, utcnow
+from hivemind.memory.blocks import BlockType, ContextBlock, FileBlock, HistoryBlock
 from hivemind.memory.earlier import EARLIER_ID, FIRST_KEPT, LINES_KEPT, fold
 from hivemind.memory.janitor import MemoryJanitor
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig
 from hivemind.tools import default_registry
 from hivemind.tools.base import ToolContext
 from hivemind.tools.files import PIN_TTL

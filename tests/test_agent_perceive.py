@@ -14,10 +14,10 @@ from hivemind.agent.perceive import READ_MAIL_TTL, _stat_key, perceive
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, MailItem, PostOffice
-from hivemind.hive.models import AgentConfig
 from hivemind.hive.tasks import TaskBoard, TaskRef
 from hivemind.memory.blocks import BlockType, KnowledgeBlock, MessageBlock, Priority, TaskBlock
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig
 from tests.helpers import write_agent, write_task
 
 AGENT = "worker"

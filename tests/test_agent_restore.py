@@ -16,10 +16,11 @@ from hivemind.agent.cycle import Agent
 from hivemind.agent.inspect import inspect_agent
 from hivemind.agent.restore import HISTORY_MAX_AGE, restore_history
 from hivemind.agent.services import HiveServices
+from hivemind.clock import utcnow
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.llm.offline import OfflineProvider
-from hivemind.memory.blocks import BlockType, ContextBlock, HistoryBlock, utcnow
+from hivemind.memory.blocks import BlockType, ContextBlock, HistoryBlock
 from hivemind.memory.earlier import EARLIER_ID
 from hivemind.memory.manager import WorkingMemoryManager
 from tests.fake_anthropic import FakeAnthropic

@@ -14,9 +14,9 @@ from hivemind.agent.services import HiveServices
 from hivemind.hive.atomic import LoopFlusher
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.models import AgentConfig
 from hivemind.llm.base import ModelResponse, ToolCall, ToolResult
 from hivemind.llm.offline import OfflineProvider
+from hivemind.settings import AgentConfig
 from hivemind.tools import default_registry
 from hivemind.tools.base import ANY, EXCLUSIVE, Footprint, Tool, ToolContext, ToolRegistry
 from tests.helpers import fast_config, write_agent, write_task

@@ -11,12 +11,13 @@ from hivemind.daemon import daemon as daemon_module
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.dispatch import MAX_ACTIVE_PER_AGENT, Dispatcher
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import AgentConfig, TaskState
+from hivemind.hive.models import TaskState
 from hivemind.hive.quarantine import rejected
 from hivemind.hive.routing import Router
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import ModelRequest, ModelResponse
 from hivemind.llm.offline import OfflineProvider
+from hivemind.settings import AgentConfig
 from tests.helpers import (
     CountingProvider,
     fast_config,

@@ -15,8 +15,8 @@ from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.outcome import BoardBefore, exit_code, troubles
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.models import HiveConfig
 from hivemind.llm.anthropic import AnthropicProvider
+from hivemind.settings import HiveConfig
 from tests.fake_anthropic import FakeAnthropic, Reply, error_body, message_body
 from tests.helpers import fast_config, run_until_idle, until, write_agent, write_task
 from tests.scripted_model import task_completer, tool_use

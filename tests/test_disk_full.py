@@ -24,11 +24,11 @@ from hivemind.errors import DiskFullError
 from hivemind.hive import diskspace
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.models import AgentConfig
 from hivemind.llm.base import ToolCall
 from hivemind.llm.offline import OfflineProvider
 from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig
 from hivemind.tools.base import ToolContext
 from tests import scripted_model
 from tests.fake_anthropic import FakeAnthropic

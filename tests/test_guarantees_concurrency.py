@@ -16,8 +16,8 @@ import pytest
 
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import AgentSettings
 from hivemind.hive.rom import RomRegistry
+from hivemind.settings import AgentSettings
 from tests.helpers import CountingProvider, fast_config, write_agent, write_task
 
 

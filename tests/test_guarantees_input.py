@@ -44,9 +44,9 @@ from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.errors import ConfigError
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.models import AgentSettings
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.tasks import TaskBoard
+from hivemind.settings import AgentSettings
 from tests.helpers import CountingProvider, fast_config, write_agent, write_task
 
 settings.register_profile(

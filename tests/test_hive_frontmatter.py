@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from hivemind.errors import FileFormatError
 from hivemind.hive.document import MAX_FILE_BYTES, parse, render
 from hivemind.hive.frontmatter import read_message, read_rom, read_task, render_task
-from hivemind.hive.models import AgentSettings, Task, TaskPriority
+from hivemind.hive.models import Task, TaskPriority
+from hivemind.settings import AgentSettings
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:

@@ -20,9 +20,9 @@ import pytest
 
 from hivemind.errors import ConfigError
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import AgentSettings
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.status import hive_status
+from hivemind.settings import AgentSettings
 from tests.helpers import write_agent, write_task
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,11 +13,11 @@ from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.hive import rom as rom_module
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import AgentConfig, AgentSettings
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.status import hive_status
 from hivemind.memory.blocks import Priority
 from hivemind.memory.tokens import TokenCounter
+from hivemind.settings import AgentConfig, AgentSettings
 from hivemind.tools import default_registry
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import random
 
-from hivemind.hive.models import AgentConfig, Task
+from hivemind.hive.models import Task
 from hivemind.hive.routing import Router, candidates, skill_score, words
+from hivemind.settings import AgentConfig
 
 SKILLS = ["python", "tests", "docs", "rust", "Data Science", " sql ", "", "ops", "c++"]
 TEXTS = ["fix the python tests", "write docs", "data science notebook", "SQL query",

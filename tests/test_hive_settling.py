@@ -20,9 +20,9 @@ from hivemind.hive import inotify, settling, taskindex
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.models import HiveConfig
 from hivemind.hive.tasks import TaskBoard
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
+from hivemind.settings import HiveConfig
 from tests.helpers import CountingProvider, until, write_agent, write_task
 
 Kind = HiveEventKind

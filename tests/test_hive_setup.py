@@ -14,10 +14,11 @@ from hivemind.hive.config import load_hive_config
 from hivemind.hive.frontmatter import read_rom
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.models import AgentSettings, HiveConfig, TaskState
+from hivemind.hive.models import TaskState
 from hivemind.hive.scaffold import EXAMPLE_AGENT, init_hive, render_hive_toml, scaffold
 from hivemind.hive.status import hive_status
 from hivemind.hive.tasks import TaskBoard
+from hivemind.settings import AgentSettings, HiveConfig
 
 
 def test_missing_hive_toml_means_defaults(hive: Hive) -> None:

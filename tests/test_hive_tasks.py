@@ -13,10 +13,11 @@ from test_hive_frontmatter import BAD_TASKS
 from hivemind.errors import UserError
 from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import AgentConfig, Task, TaskPriority, TaskState
+from hivemind.hive.models import Task, TaskPriority, TaskState
 from hivemind.hive.quarantine import rejected
 from hivemind.hive.taskindex import EMPTY_GRACE
 from hivemind.hive.tasks import TaskBoard, TaskRef
+from hivemind.settings import AgentConfig
 
 
 def drop(hive: Hive, name: str, content: str | bytes) -> Path:

@@ -12,9 +12,9 @@ import pytest
 from hivemind.hive import inotify
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.models import AgentSettings
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
+from hivemind.settings import AgentSettings
 
 Kind = HiveEventKind
 

@@ -430,8 +430,8 @@ async def test_a_refused_request_raises_its_kind_with_the_api_message(
 
 
 async def test_a_refused_key_names_the_variable_it_came_from(api: FakeAnthropic) -> None:
-    from hivemind.hive.models import ProviderSettings
     from hivemind.llm.select import make_provider
+    from hivemind.settings import ProviderSettings
 
     api.reply_error(401, "authentication_error", "invalid x-api-key")
     settings = ProviderSettings(api_key_env="TEAM_CLAUDE_KEY", base_url=api.base_url)

@@ -6,11 +6,11 @@ import pytest
 from pydantic import TypeAdapter
 
 from hivemind.errors import ConfigError
-from hivemind.hive.models import DEFAULT_PRICES, Price, ProviderSettings
 from hivemind.llm.anthropic import AnthropicProvider
 from hivemind.llm.base import AssistantTurn, ToolResultsTurn, Turn, Usage
 from hivemind.llm.pricing import estimate_cost
 from hivemind.llm.select import make_provider
+from hivemind.settings import DEFAULT_PRICES, Price, ProviderSettings
 from tests.fake_anthropic import FakeAnthropic
 from tests.test_llm_anthropic import make_request
 

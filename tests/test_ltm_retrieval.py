@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hivemind.hive.models import RetrievalWeights
 from hivemind.ltm.analysis import query_terms
 from hivemind.ltm.inmemory import InMemoryBackend
 from hivemind.ltm.records import MemoryRecord
 from hivemind.ltm.retrieval import RetrievalTuning, Retriever, minmax, recency
 from hivemind.ltm.store import LongTermMemory
+from hivemind.settings import RetrievalWeights
 from tests.test_ltm_backend import rec
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)

@@ -21,7 +21,6 @@ from hivemind.cli.app import app
 from hivemind.errors import MemoryFullError
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.models import AgentConfig, MemorySettings
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.ltm.records import MemoryRecord
@@ -30,6 +29,7 @@ from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import HistoryBlock
 from hivemind.memory.keys import generate_memory_key
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig, MemorySettings
 from hivemind.tools import default_registry
 from hivemind.tools.base import ToolContext
 from tests.helpers import write_agent, write_task

@@ -12,12 +12,12 @@ import pytest
 
 from hivemind.errors import UserError
 from hivemind.hive.layout import HUMAN, Hive
-from hivemind.hive.models import MemorySettings
 from hivemind.ltm.inmemory import InMemoryBackend
 from hivemind.ltm.records import MemoryKind, MemoryRecord, MemoryStatus, Tier
 from hivemind.ltm.retention import RetentionPolicy
 from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import HistoryBlock
+from hivemind.settings import MemorySettings
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 

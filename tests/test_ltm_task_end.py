@@ -23,7 +23,7 @@ import pytest
 from hivemind.errors import StoreError
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.models import AgentConfig, Task, TaskState
+from hivemind.hive.models import Task, TaskState
 from hivemind.hive.taskref import TaskRef
 from hivemind.hive.tasks import TaskBoard
 from hivemind.ltm import sqlite as sqlite_module
@@ -36,6 +36,7 @@ from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import ContextBlock, HistoryBlock
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig
 from hivemind.tools.base import ToolContext
 from hivemind.tools.memory import end_task_memory
 from tests.test_ltm_backend import T0, rec

@@ -9,11 +9,11 @@ import pytest
 
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
-from hivemind.hive.models import TOOL_NAMES, AgentConfig
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.memory.blocks import BlockType
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import TOOL_NAMES, AgentConfig
 from hivemind.tools import default_registry, filewalk
 from hivemind.tools.base import ToolContext
 from tests.helpers import write_agent, write_task

@@ -10,10 +10,10 @@ from typing import Any
 
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
-from hivemind.hive.models import AgentConfig
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig
 from hivemind.tools import default_registry
 from hivemind.tools.base import ToolContext
 from tests.fake_anthropic import FakeAnthropic, Reply, message_body

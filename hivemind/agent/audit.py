@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from hivemind.agent.auditfile import AUDIT_TAIL_BYTES, MAX_RECORD_BYTES, LineReader
+from hivemind.clock import utcnow
 from hivemind.hive import diskspace
 from hivemind.hive.atomic import LoopFlusher, fsync_all
 from hivemind.hive.filenames import shown
-from hivemind.memory.blocks import utcnow
 
 logger = logging.getLogger(__name__)
 

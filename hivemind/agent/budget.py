@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-from hivemind.hive.models import TokenBudget
-from hivemind.memory.blocks import utcnow
+from hivemind.clock import utcnow
+from hivemind.settings import TokenBudget
 
 
 def _utc(now: datetime | None) -> datetime:

@@ -33,7 +33,6 @@ from hivemind.errors import ConfigError, ModelError, UnknownAgentError, UserErro
 from hivemind.hive.atomic import LoopFlusher, fsync_all
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.models import MIN_CONTEXT_TOKENS, AgentConfig
 from hivemind.llm.base import (
     AssistantTurn,
     ModelRequest,
@@ -51,6 +50,7 @@ from hivemind.memory.earlier import keep_tasks
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.memory.relevance import RelevanceScorer
 from hivemind.memory.selector import MemorySelector, Selection
+from hivemind.settings import MIN_CONTEXT_TOKENS, AgentConfig
 from hivemind.tools.base import ToolContext
 
 logger = logging.getLogger(__name__)

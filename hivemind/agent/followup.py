@@ -18,11 +18,12 @@ from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox, MailItem
-from hivemind.hive.models import AgentConfig, TaskState
+from hivemind.hive.models import TaskState
 from hivemind.hive.tasks import TaskRef
 from hivemind.llm.base import ModelResponse, ToolResult
 from hivemind.memory.blocks import ContextBlock, Priority
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig
 from hivemind.tools.base import ToolContext
 from hivemind.tools.limits import Conversations, thread_key
 from hivemind.tools.memory import end_task_memory

@@ -16,7 +16,7 @@ from hivemind.agent.services import HiveServices
 from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.hive.layout import Hive
 from hivemind.hive.listing import read_each
-from hivemind.hive.models import AgentConfig, Task, TaskState
+from hivemind.hive.models import Task, TaskState
 from hivemind.hive.taskref import TaskRef
 from hivemind.llm.offline import OfflineProvider
 from hivemind.ltm.sqlite import SQLiteBackend
@@ -24,6 +24,7 @@ from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import AnyBlock
 from hivemind.memory.builder import ContextBuilder
 from hivemind.memory.selector import Selection
+from hivemind.settings import AgentConfig
 
 
 def _pending_read_only(hive: Hive) -> list[TaskRef]:

@@ -19,7 +19,6 @@ from hivemind.agent.prompt import TEAM
 from hivemind.hive.knowledge import KnowledgeIndex, Note, note_block
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
 from hivemind.hive.mailbox import Mailbox, MailItem
-from hivemind.hive.models import AgentConfig
 from hivemind.hive.paths import glob_match, glob_root, walk_below
 from hivemind.hive.tasks import TaskBoard, TaskRef
 from hivemind.memory.blocks import (
@@ -33,6 +32,7 @@ from hivemind.memory.blocks import (
     TaskBlock,
 )
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig
 
 READ_MAIL_KEPT = 10
 """Read mails in working memory at most: the newest ones (by when they were sent)."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from hivemind.hive.models import AgentConfig
 from hivemind.memory.tokens import TokenCounter
+from hivemind.settings import AgentConfig
 from hivemind.tools.base import ToolRegistry
 
 PREAMBLE = """\

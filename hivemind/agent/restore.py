@@ -19,7 +19,8 @@ from typing import Any
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.toolrun import short
-from hivemind.memory.blocks import HistoryBlock, Priority, utcnow
+from hivemind.clock import utcnow
+from hivemind.memory.blocks import HistoryBlock, Priority
 from hivemind.memory.earlier import FIRST_KEPT, LINES_KEPT, add_skipped, fold
 from hivemind.memory.janitor import HISTORY_MAX_AGE
 from hivemind.memory.manager import WorkingMemoryManager

@@ -15,7 +15,6 @@ from hivemind.hive.config import load_hive_config
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.models import HiveConfig
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.base import Provider
@@ -24,6 +23,7 @@ from hivemind.memory.compressor import MemoryCompressor
 from hivemind.memory.janitor import MemoryJanitor
 from hivemind.memory.loader import ContentLoader
 from hivemind.memory.tokens import TokenCounter
+from hivemind.settings import HiveConfig
 from hivemind.tools import default_registry
 from hivemind.tools.base import ToolRegistry
 

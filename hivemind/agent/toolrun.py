@@ -15,10 +15,10 @@ from typing import Any
 from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.loops import NO_TASK, LoopCounter
 from hivemind.agent.services import HiveServices
-from hivemind.hive.models import AgentConfig
 from hivemind.llm.base import ModelResponse, ToolCall, ToolResult
 from hivemind.memory.blocks import HistoryBlock, Priority
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig
 from hivemind.tools.base import Footprint, ToolContext, canonical_call
 from hivemind.tools.memory import end_task_memory
 

@@ -35,11 +35,11 @@ from hivemind.hive.layout import HUMAN
 from hivemind.hive.listing import STATES, list_tasks
 from hivemind.hive.mailbox import BROADCAST, PostOffice
 from hivemind.hive.models import Task, TaskPriority
-from hivemind.hive.problems import first_problem
 from hivemind.hive.scaffold import EXAMPLE_AGENT, scaffold
 from hivemind.hive.status import HiveStatus, hive_status
 from hivemind.hive.tasks import TaskBoard
 from hivemind.hive.trust import ignored_line
+from hivemind.problems import first_problem
 
 task_app = typer.Typer(
     help="Give the agents work: each task is a Markdown file in tasks/.",

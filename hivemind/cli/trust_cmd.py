@@ -22,7 +22,6 @@ from hivemind.cli.common import (
 from hivemind.errors import ConfigError, UserError
 from hivemind.hive.config import parse_hive_config, read_config_bytes
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import HiveConfig
 from hivemind.hive.trust import (
     NEEDS_TRUST,
     TrustState,
@@ -36,6 +35,7 @@ from hivemind.hive.trust import (
     trust_state,
 )
 from hivemind.llm.select import BASE_URL_ENV
+from hivemind.settings import HiveConfig
 
 _STATE_TEXT = {
     TrustState.TRUSTED: "trusted",

@@ -21,6 +21,7 @@ from hivemind.agent.cycle import DAY_SPENT, Agent
 from hivemind.agent.perceive import matches_any
 from hivemind.agent.report import CycleReport
 from hivemind.agent.services import HiveFigures, HiveServices
+from hivemind.clock import utcnow
 from hivemind.daemon import outage
 from hivemind.daemon.configwatch import read_hive_toml, watch_hive_toml
 from hivemind.daemon.diskfull import DiskGuard
@@ -35,10 +36,9 @@ from hivemind.daemon.workers import WorkerLink
 from hivemind.errors import WorkerCrashedError, WorkerLostError
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.leftovers import sweep_temps
-from hivemind.hive.models import AgentConfig, HiveConfig
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 from hivemind.llm.base import Provider
-from hivemind.memory.blocks import utcnow
+from hivemind.settings import AgentConfig, HiveConfig
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 from hivemind.errors import StoreError
 from hivemind.hive.diskspace import has_space, is_full
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import HiveConfig
 from hivemind.hive.sayonce import warn_once
 from hivemind.ltm.store import LongTermMemory
+from hivemind.settings import HiveConfig
 
 if TYPE_CHECKING:
     from hivemind.agent.cycle import Agent

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from hivemind.hive.models import AgentConfig
 from hivemind.hive.routing import Router, least_loaded
 from hivemind.hive.tasks import TaskBoard, TaskRef
+from hivemind.settings import AgentConfig
 
 MAX_ACTIVE_PER_AGENT = 4
 WAITING_SHOWN = 50  # reasons kept for status.json; the walk stops counting after that

@@ -17,7 +17,7 @@ from hivemind.daemon.outcome import DISK_FULL
 from hivemind.daemon.runner import AgentRunner, RunOptions
 from hivemind.daemon.status import IdleState, hive_idle_state
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import HiveConfig
+from hivemind.settings import HiveConfig
 
 
 class IdleWatch:

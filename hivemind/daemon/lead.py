@@ -26,7 +26,7 @@ from hivemind.daemon.workers import (
 from hivemind.errors import WorkerCrashedError, WorkerLostError
 from hivemind.hive.layout import Hive
 from hivemind.hive.leftovers import sweep_temps
-from hivemind.hive.models import HiveConfig
+from hivemind.settings import HiveConfig
 
 logger = logging.getLogger("hivemind.daemon.daemon")  # the daemon speaks, whichever part
 

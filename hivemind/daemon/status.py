@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hivemind.agent.report import CycleReport
+from hivemind.clock import utcnow
 from hivemind.daemon.outage import agent_state
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.llm.base import Usage
-from hivemind.memory.blocks import utcnow
 
 if TYPE_CHECKING:
     from hivemind.daemon.daemon import Daemon

@@ -32,11 +32,11 @@ from hivemind.agent.services import HiveFigures, HiveServices
 from hivemind.daemon.gctune import daemon_gc_pace
 from hivemind.daemon.lock import hold_as_worker, keep_holding
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import HiveConfig
 from hivemind.llm.base import Provider
 from hivemind.llm.offline import OfflineProvider
 from hivemind.llm.select import make_provider
 from hivemind.ltm.store import LongTermMemory
+from hivemind.settings import HiveConfig
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent thread ends
 

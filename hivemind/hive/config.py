@@ -14,10 +14,10 @@ from pydantic import ValidationError
 
 from hivemind.errors import ConfigError, FileFormatError
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import HiveConfig
-from hivemind.hive.problems import Loc, every_problem
 from hivemind.hive.regular import read_regular
 from hivemind.hive.trust import ProviderTrust, apply_trust
+from hivemind.problems import Loc, every_problem
+from hivemind.settings import HiveConfig
 
 _TABLE = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(?:#.*)?$")
 

@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel
 
 from hivemind.errors import FileFormatError
-from hivemind.hive.problems import Loc, show
+from hivemind.problems import Loc, show
 
 MAX_FILE_BYTES = 1_000_000
 """Files larger than this are refused before parsing (1 MB)."""

@@ -25,8 +25,9 @@ from hivemind.hive.document import (
     render,
     split,
 )
-from hivemind.hive.models import AgentConfig, AgentSettings, Message, Task
-from hivemind.hive.problems import every_problem
+from hivemind.hive.models import Message, Task
+from hivemind.problems import every_problem
+from hivemind.settings import AgentConfig, AgentSettings
 
 __all__ = [
     "MAX_FILE_BYTES",

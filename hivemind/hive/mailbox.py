@@ -22,6 +22,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from hivemind.clock import utcnow
 from hivemind.errors import FileFormatError, UnknownAgentError, UserError
 from hivemind.hive.atomic import (
     Steps,
@@ -39,7 +40,6 @@ from hivemind.hive.models import MAX_ID_LENGTH, Message, check_file_id
 from hivemind.hive.sayonce import warn_once
 from hivemind.hive.settling import writer_open
 from hivemind.hive.statcache import StatCache
-from hivemind.memory.blocks import utcnow
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,8 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from hivemind.hive.models import AgentConfig, Task
+from hivemind.hive.models import Task
+from hivemind.settings import AgentConfig
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
 

@@ -20,8 +20,8 @@ from pydantic.fields import FieldInfo
 from hivemind.hive.atomic import create_new
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.models import HiveConfig
 from hivemind.hive.scaffold_text import ASSISTANT_ROM, GITIGNORE, HIVE_README, KNOWLEDGE_NOTE
+from hivemind.settings import HiveConfig
 
 logger = logging.getLogger(__name__)
 

@@ -17,11 +17,12 @@ from hivemind.hive.flocks import holders_of
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.leftovers import pid_alive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.models import AgentConfig, AgentSettings, TaskState
+from hivemind.hive.models import TaskState
 from hivemind.hive.quarantine import rejected
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.tasks import TaskBoard
 from hivemind.hive.trust import ProviderTrust
+from hivemind.settings import AgentConfig, AgentSettings
 
 
 class AgentStatus(BaseModel):

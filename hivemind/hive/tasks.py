@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from hivemind.clock import utcnow
 from hivemind.errors import FileFormatError, UserError
 from hivemind.hive.atomic import (
     Steps,
@@ -40,7 +41,6 @@ from hivemind.hive.statcache import sig_of
 from hivemind.hive.taskfile import ended_text
 from hivemind.hive.taskindex import TaskIndex
 from hivemind.hive.taskref import TaskRef, append_section, as_utc, md_files, slugify
-from hivemind.memory.blocks import utcnow
 
 __all__ = ["TaskBoard", "TaskIndex", "TaskRef", "slugify"]
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from hivemind.errors import UserError
 from hivemind.hive.atomic import atomic_write
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import HiveConfig, ProviderSettings
+from hivemind.settings import HiveConfig, ProviderSettings
 
 NEEDS_TRUST = ("base_url", "api_key_env")
 """`[provider]` keys of hive.toml that apply only once the user trusts the file."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hivemind.hive.models import Price
 from hivemind.llm.base import Usage
+from hivemind.settings import Price
 
 _PER_MILLION = 1_000_000
 

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from hivemind.errors import ConfigError
-from hivemind.hive.models import ProviderSettings
-from hivemind.hive.problems import first_problem
 from hivemind.llm.base import Provider
 from hivemind.llm.offline import OfflineProvider
+from hivemind.problems import first_problem
+from hivemind.settings import ProviderSettings
 
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 AUTH_TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"

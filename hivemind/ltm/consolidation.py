@@ -14,12 +14,12 @@ from datetime import datetime
 from functools import lru_cache
 from typing import NamedTuple
 
-from hivemind.hive.models import MemorySettings
 from hivemind.ltm import retention
 from hivemind.ltm.backend import MemoryBackend
 from hivemind.ltm.importance import heuristic_importance
 from hivemind.ltm.records import MemoryRecord, Tier, new_memory_id
 from hivemind.memory.blocks import HistoryBlock
+from hivemind.settings import MemorySettings
 
 
 @dataclass(frozen=True)

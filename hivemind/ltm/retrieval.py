@@ -27,12 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from hivemind.hive.models import RetrievalWeights
 from hivemind.ltm.analysis import query_terms
 from hivemind.ltm.backend import Filters, MemoryBackend
 from hivemind.ltm.embeddings import Embedder, VectorIndex
 from hivemind.ltm.records import MemoryRecord, ScoredMemory, Tier, as_utc
 from hivemind.ltm.scopes import MemoryRef
+from hivemind.settings import RetrievalWeights
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from hivemind.errors import MemoryFullError, UserError
 from hivemind.hive.layout import HUMAN, Hive
-from hivemind.hive.models import MemorySettings, RetrievalWeights
 from hivemind.ltm import retention
 from hivemind.ltm.backend import Filters, MemoryBackend, counting
 from hivemind.ltm.consolidation import Memorable, memorable, promote
@@ -55,6 +54,7 @@ from hivemind.ltm.scopes import GLOBAL_SCOPE, by_scope, describe_scope, ref_key,
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.memory.blocks import HistoryBlock
 from hivemind.memory.keys import generate_memory_key
+from hivemind.settings import MemorySettings, RetrievalWeights
 
 Scope = Literal["task", "project", "global"]
 TIER_SHARES: dict[Tier, float] = {Tier.TASK: 0.4, Tier.PROJECT: 0.4, Tier.GLOBAL: 0.2}

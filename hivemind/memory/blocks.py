@@ -10,17 +10,13 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import IntEnum, StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-
-def utcnow() -> datetime:
-    """Timezone-aware now; every timestamp in hivemind is UTC."""
-    return datetime.now(UTC)
-
+from hivemind.clock import utcnow
 
 # `json.dumps(value, sort_keys=True, default=str)`, without a new encoder per call.
 _VALUE_JSON = json.JSONEncoder(sort_keys=True, default=str).encode

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hivemind.memory.blocks import AnyBlock, BlockType, FileBlock, HistoryBlock, Priority, utcnow
+from hivemind.clock import utcnow
+from hivemind.memory.blocks import AnyBlock, BlockType, FileBlock, HistoryBlock, Priority
 from hivemind.memory.earlier import fold
 from hivemind.memory.manager import WorkingMemoryManager
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hivemind.clock import utcnow
 from hivemind.memory.blocks import (
     AnyBlock,
     ContextBlock,
@@ -22,7 +23,6 @@ from hivemind.memory.blocks import (
     RomBlock,
     StatusBlock,
     TaskBlock,
-    utcnow,
 )
 
 _WORD = re.compile(r"[^\W_]{2,}", re.UNICODE)

@@ -21,9 +21,9 @@ from pydantic import BaseModel, ValidationError
 from hivemind.errors import FileFormatError, PathEscapeError, StoreError, ToolError, UserError
 from hivemind.hive.diskspace import full_error, is_full
 from hivemind.hive.layout import Hive
-from hivemind.hive.models import AgentConfig
 from hivemind.llm.base import ToolCall, ToolResult, ToolSpec
 from hivemind.memory.manager import WorkingMemoryManager
+from hivemind.settings import AgentConfig
 
 if TYPE_CHECKING:
     from hivemind.hive.mailbox import PostOffice

@@ -11,7 +11,8 @@ from collections import Counter, deque
 from collections.abc import Iterable
 
 from hivemind.errors import ToolError
-from hivemind.hive.models import AgentConfig, Task, TaskLineage
+from hivemind.hive.models import Task, TaskLineage
+from hivemind.settings import AgentConfig
 
 REFUSALS_KEPT = 5  # the newest refusals an agent shows in status
 
