@@ -13,22 +13,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from enum import StrEnum
-from typing import TYPE_CHECKING
 
+from hivemind.agent.report import CycleReport, FailureKind
 from hivemind.errors import ModelAccessError, ModelError, ModelRequestError, UserError
 from hivemind.hive.tasks import TaskBoard, TaskRef
 
-if TYPE_CHECKING:
-    from hivemind.agent.report import CycleReport
-
 logger = logging.getLogger(__name__)
-
-
-class FailureKind(StrEnum):
-    TRANSIENT = "transient"
-    ACCESS = "access"
-    REQUEST = "request"
 
 
 def failure_kind(exc: ModelError) -> FailureKind:

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-from hivemind.agent.model_failure import FailureKind
 from hivemind.llm.base import Usage
+
+
+class FailureKind(StrEnum):
+    """What kind of provider error a cycle met: only a transient one is retried."""
+
+    TRANSIENT = "transient"
+    ACCESS = "access"
+    REQUEST = "request"
 
 
 @dataclass

@@ -18,8 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from hivemind.agent.cycle import Agent
-from hivemind.agent.model_failure import FailureKind
-from hivemind.agent.report import CycleReport
+from hivemind.agent.report import CycleReport, FailureKind
 from hivemind.hive.layout import HUMAN, Hive
 
 if TYPE_CHECKING:
