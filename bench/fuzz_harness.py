@@ -50,13 +50,13 @@ from hypothesis import strategies as st
 
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.errors import ConfigError, FileFormatError
+from hivemind.fs.regular import SETTINGS_FILE_LIMIT
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.document import MAX_FILE_BYTES
 from hivemind.hive.frontmatter import read_rom, read_task
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.quarantine import REASON_SUFFIX
-from hivemind.hive.regular import SETTINGS_FILE_LIMIT
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.taskindex import EMPTY_GRACE
 from hivemind.hive.tasks import TaskBoard

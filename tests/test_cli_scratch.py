@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from hivemind.cli.app import app
+from hivemind.fs.treewalk import MAX_DEPTH
 from hivemind.hive.layout import Hive
-from hivemind.hive.treewalk import MAX_DEPTH
 from tests import scripted_model
 from tests.deep_trees import deep_chain, removed_after
 from tests.fake_anthropic import FakeAnthropic

@@ -2,7 +2,7 @@
 back; nothing is told before it is on disk, and nothing spent goes uncounted.
 
 The disk "fills up" through the seam every durable write goes through
-(`hivemind.hive.diskspace.write`), swapped here for one that refuses some paths.
+(`hivemind.fs.diskspace.write`), swapped here for one that refuses some paths.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 from hivemind.agent.services import HiveServices
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.errors import DiskFullError
-from hivemind.hive import diskspace
+from hivemind.fs import diskspace
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.llm.base import ToolCall

@@ -2,7 +2,7 @@
 one line naming the disk), and goes on if space comes back before.
 
 The disk "fills up" through the seam every durable write goes through
-(`hivemind.hive.diskspace.write`), or for real on a small tmpfs where one can be mounted.
+(`hivemind.fs.diskspace.write`), or for real on a small tmpfs where one can be mounted.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from hivemind.cli.app import app
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.outcome import EXIT_WORK_LEFT
-from hivemind.hive import diskspace
+from hivemind.fs import diskspace
 from hivemind.hive.layout import Hive
 from hivemind.llm.offline import OfflineProvider
 from tests.helpers import fast_config, run_until_idle, until, write_agent, write_task

@@ -265,7 +265,7 @@ def test_a_folder_swapped_for_a_link_while_a_rom_is_read_is_not_followed(
 ) -> None:
     """ROM.md links to workspace/d/rom.md (inside: followed). Swapped for a link out
     between resolving the path and opening it, `workspace/d` led the read outside."""
-    from hivemind.hive import regular
+    from hivemind.fs import regular
 
     folder = hive.workspace_dir / "d"
     folder.mkdir()

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from hivemind.agent.audit import AuditLog
 from hivemind.cli.app import app
-from hivemind.hive.filenames import safe
+from hivemind.fs.filenames import safe
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.quarantine import quarantine, rejected

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.hive import inotify
+from hivemind.fs import inotify
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.rom import RomRegistry

@@ -19,9 +19,9 @@ from typing import Any
 
 from hivemind.agent.auditfile import AUDIT_TAIL_BYTES, MAX_RECORD_BYTES, LineReader
 from hivemind.clock import utcnow
-from hivemind.hive import diskspace
+from hivemind.fs import diskspace
+from hivemind.fs.filenames import shown
 from hivemind.hive.atomic import LoopFlusher, fsync_all
-from hivemind.hive.filenames import shown
 
 logger = logging.getLogger(__name__)
 

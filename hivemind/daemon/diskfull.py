@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hivemind.errors import StoreError
-from hivemind.hive.diskspace import has_space, is_full
+from hivemind.fs.diskspace import has_space, is_full
+from hivemind.fs.sayonce import warn_once
 from hivemind.hive.layout import Hive
-from hivemind.hive.sayonce import warn_once
 from hivemind.ltm.store import LongTermMemory
 from hivemind.settings import HiveConfig
 

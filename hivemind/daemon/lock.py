@@ -20,8 +20,8 @@ from pathlib import Path
 from types import TracebackType
 
 from hivemind.errors import HiveLockedError, LockUnavailableError
-from hivemind.hive import diskspace
-from hivemind.hive.flocks import holders
+from hivemind.fs import diskspace
+from hivemind.fs.flocks import holders
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)

@@ -23,8 +23,8 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Final, Literal, TypeVar, cast
 
-from hivemind.hive import diskspace
-from hivemind.hive.filenames import fitted
+from hivemind.fs import diskspace
+from hivemind.fs.filenames import fitted
 
 # link(2) refused for reasons that say "this filesystem cannot", not "the name is taken".
 _NO_LINK = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS}

@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
+from hivemind.fs.paths import glob_match, glob_root
+from hivemind.fs.treewalk import walk
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
-from hivemind.hive.paths import glob_match, glob_root
 from hivemind.hive.statcache import Sig, sig_of
-from hivemind.hive.treewalk import walk
 
 
 class HiveEventKind(StrEnum):

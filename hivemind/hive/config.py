@@ -13,8 +13,8 @@ from typing import NamedTuple
 from pydantic import ValidationError
 
 from hivemind.errors import ConfigError, FileFormatError
+from hivemind.fs.regular import read_regular
 from hivemind.hive.layout import Hive
-from hivemind.hive.regular import read_regular
 from hivemind.hive.trust import ProviderTrust, apply_trust
 from hivemind.problems import Loc, every_problem
 from hivemind.settings import HiveConfig

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hivemind.hive.filenames import NOT_UTF8, is_utf8, shown
+from hivemind.fs.filenames import NOT_UTF8, is_utf8, shown
+from hivemind.fs.paths import glob_match
+from hivemind.fs.treewalk import MAX_DEPTH
 from hivemind.hive.layout import Hive, is_temp_name
-from hivemind.hive.paths import glob_match
 from hivemind.hive.statcache import StatMemo
-from hivemind.hive.treewalk import MAX_DEPTH
 from hivemind.memory.blocks import KnowledgeBlock, Priority
 
 logger = logging.getLogger(__name__)

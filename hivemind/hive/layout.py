@@ -9,9 +9,9 @@ from functools import cached_property
 from pathlib import Path
 
 from hivemind.errors import ConfigError
+from hivemind.fs.paths import walk_below
+from hivemind.fs.treewalk import walk
 from hivemind.hive.links import folder_link_out
-from hivemind.hive.paths import walk_below
-from hivemind.hive.treewalk import walk
 
 HUMAN = "human"
 """The mailbox people read; not an agent."""

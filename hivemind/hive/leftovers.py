@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from hivemind.fs.treewalk import walk
 from hivemind.hive.atomic import temp_writer
 from hivemind.hive.layout import Hive
-from hivemind.hive.treewalk import walk
 
 logger = logging.getLogger(__name__)
 

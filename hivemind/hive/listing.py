@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from hivemind.errors import FileFormatError
-from hivemind.hive.filenames import is_utf8, not_utf8_reason, shown
+from hivemind.fs.filenames import is_utf8, not_utf8_reason, shown
 from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task

@@ -24,6 +24,9 @@ from typing import Any
 
 from hivemind.clock import utcnow
 from hivemind.errors import FileFormatError, UnknownAgentError, UserError
+from hivemind.fs.filenames import NOT_UTF8, fitted, is_utf8, safe, shown
+from hivemind.fs.sayonce import warn_once
+from hivemind.fs.settling import writer_open
 from hivemind.hive.atomic import (
     Steps,
     fsync_all,
@@ -33,12 +36,9 @@ from hivemind.hive.atomic import (
     run,
     write_temp,
 )
-from hivemind.hive.filenames import NOT_UTF8, fitted, is_utf8, safe, shown
 from hivemind.hive.frontmatter import MAX_FILE_BYTES, message_from_text, render_message
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.models import MAX_ID_LENGTH, Message, check_file_id
-from hivemind.hive.sayonce import warn_once
-from hivemind.hive.settling import writer_open
 from hivemind.hive.statcache import StatCache
 
 logger = logging.getLogger(__name__)

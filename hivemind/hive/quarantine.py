@@ -6,8 +6,8 @@ import logging
 import os
 from pathlib import Path
 
+from hivemind.fs.filenames import NOT_UTF8, fitted, is_utf8, not_utf8_reason, safe, shown
 from hivemind.hive.atomic import atomic_write, move_into
-from hivemind.hive.filenames import NOT_UTF8, fitted, is_utf8, not_utf8_reason, safe, shown
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ConfigError, UnknownAgentError
+from hivemind.fs.flocks import holders_of
 from hivemind.hive.changes import tasks_not_read
 from hivemind.hive.config import load_config
-from hivemind.hive.flocks import holders_of
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.leftovers import pid_alive
 from hivemind.hive.mailbox import Mailbox

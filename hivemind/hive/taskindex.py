@@ -16,14 +16,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from hivemind.errors import FileFormatError
-from hivemind.hive.filenames import is_utf8, not_utf8_reason
+from hivemind.fs.filenames import is_utf8, not_utf8_reason
+from hivemind.fs.settling import WRITER_RECHECK, fallback_for, whole_in, writer_open
 from hivemind.hive.frontmatter import task_from_text
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.links import FOLDER_LINK_REASON, is_folder_link, task_file_problem
 from hivemind.hive.models import Task, TaskState
 from hivemind.hive.quarantine import REASON_SUFFIX, quarantine
 from hivemind.hive.routing import route_task
-from hivemind.hive.settling import WRITER_RECHECK, fallback_for, whole_in, writer_open
 from hivemind.hive.statcache import RACY_MARGIN, Sig, StatCache, sig_of
 from hivemind.hive.taskref import TaskRef, md_count, md_entries, md_files
 from hivemind.settings import AgentConfig

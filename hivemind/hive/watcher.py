@@ -1,10 +1,10 @@
 """Hive events for the daemon: OS events for speed, a periodic rescan for certainty.
 
-On Linux the event loop reads inotify itself (`hive/inotify.py`); elsewhere, and
+On Linux the event loop reads inotify itself (`fs/inotify.py`); elsewhere, and
 when polling, a watchdog observer thread hands raw paths to the loop. A path becomes a
 `HiveEvent` once its size and mtime have been stable for `settle_time`, and only
 if it differs from what was last handed on (duplicates coalesce). A task or a message
-is handed on only once its writer is done with it (`hive/settling.py`): closed, by the
+is handed on only once its writer is done with it (`fs/settling.py`): closed, by the
 kernel's word or a close-write event, else still for a longer fallback time. Every
 `rescan_interval` a stat snapshot of the watched files is diffed against what
 was handed on, so an event the OS dropped (or a filesystem without inotify) is
@@ -43,10 +43,10 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from hivemind.hive import inotify, settling
+from hivemind.fs import inotify, settling
+from hivemind.fs.paths import glob_root
 from hivemind.hive.changes import HiveEventKind, classify, lstat_sig, not_a_task, snapshot
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
-from hivemind.hive.paths import glob_root
 from hivemind.hive.statcache import Sig
 
 __all__ = ["HiveEvent", "HiveEventKind", "HiveWatcher", "classify"]
@@ -90,7 +90,7 @@ _EVENT_TYPES: list[type[FileSystemEvent]] = [
 _GONE_IS_NO_NEWS = frozenset(
     {HiveEventKind.TASK_DROPPED, HiveEventKind.TASK_EDITED, HiveEventKind.MAIL_ARRIVED}
 )
-# Files read only once their writer is done with them (see `hive/settling.py`).
+# Files read only once their writer is done with them (see `fs/settling.py`).
 _WHOLE_FIRST = frozenset(
     {HiveEventKind.TASK_DROPPED, HiveEventKind.TASK_EDITED, HiveEventKind.MAIL_ARRIVED}
 )
@@ -162,7 +162,7 @@ class HiveWatcher:
     """`async with HiveWatcher(hive) as w: event = await w.next(timeout)`."""
 
     loop_inotify = True
-    """On Linux, read inotify on the event loop (`hive/inotify.py`) rather than in
+    """On Linux, read inotify on the event loop (`fs/inotify.py`) rather than in
     watchdog's observer threads; False keeps watchdog's (tests run both)."""
 
     def __init__(

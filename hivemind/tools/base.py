@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from hivemind.errors import FileFormatError, PathEscapeError, StoreError, ToolError, UserError
-from hivemind.hive.diskspace import full_error, is_full
+from hivemind.fs.diskspace import full_error, is_full
 from hivemind.hive.layout import Hive
 from hivemind.llm.base import ToolCall, ToolResult, ToolSpec
 from hivemind.memory.manager import WorkingMemoryManager

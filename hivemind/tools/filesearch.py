@@ -19,7 +19,7 @@ import regex
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
-from hivemind.hive.paths import resolve_inside
+from hivemind.fs.paths import resolve_inside
 from hivemind.tools.base import ToolContext
 from hivemind.tools.filewalk import FolderWalk
 from hivemind.tools.searchpattern import compile_pattern

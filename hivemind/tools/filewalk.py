@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from hivemind.hive.treewalk import MAX_DEPTH
+from hivemind.fs.treewalk import MAX_DEPTH
 
 MAX_FOLDER_ENTRIES = 100_000
 """A folder with more entries than this is not read further (its names alone would

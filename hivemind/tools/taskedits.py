@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hivemind.errors import ToolError
-from hivemind.hive.settling import fallback_for, until_whole
+from hivemind.fs.settling import fallback_for, until_whole
 from hivemind.hive.tasks import TaskRef
 from hivemind.tools.base import ToolContext
 

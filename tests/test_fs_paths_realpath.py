@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hivemind.errors import PathEscapeError
+from hivemind.fs.paths import realpath_under, resolve_inside, walk_below
 from hivemind.hive.layout import Hive
-from hivemind.hive.paths import realpath_under, resolve_inside, walk_below
 
 
 @pytest.fixture

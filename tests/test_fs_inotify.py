@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.hive import inotify
-from hivemind.hive.inotify import IN_CREATE, IN_ISDIR, IN_Q_OVERFLOW, LoopInotify
+from hivemind.fs import inotify
+from hivemind.fs.inotify import IN_CREATE, IN_ISDIR, IN_Q_OVERFLOW, LoopInotify
 from hivemind.hive.layout import Hive
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 

@@ -33,7 +33,7 @@ from watchdog.events import (
     FileSystemEvent,
 )
 
-from hivemind.hive.treewalk import walk
+from hivemind.fs.treewalk import walk
 
 __all__ = ["LoopInotify", "available"]
 

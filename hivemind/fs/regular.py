@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 
 from hivemind.errors import FileFormatError
-from hivemind.hive.paths import real_root
+from hivemind.fs.paths import real_root
 
 SETTINGS_FILE_LIMIT = 256 * 1024
 """hive.toml and ROM.md are settings a person writes: larger ones are refused (256 KB)."""

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from hivemind.cli import hive_cmds
 from hivemind.daemon.daemon import Daemon, RunOptions
-from hivemind.hive import inotify, settling, taskindex
+from hivemind.fs import inotify, settling
+from hivemind.hive import taskindex
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
