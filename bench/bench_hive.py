@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from hivemind.hive.atomic import run_async
+from hivemind.fs.steps import run_async
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice, new_message_id
 from hivemind.hive.models import Message, Task

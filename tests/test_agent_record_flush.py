@@ -12,7 +12,7 @@ import pytest
 
 from hivemind.agent.cycle import Agent
 from hivemind.agent.services import HiveServices
-from hivemind.hive import atomic
+from hivemind.fs import flush
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.llm.offline import OfflineProvider
@@ -30,14 +30,14 @@ class Flush:
 
 
 class FlushLog:
-    """Wraps `atomic.flush_many` (the flusher's worker side) and notes each flush of
+    """Wraps `flush.flush_many` (the flusher's worker side) and notes each flush of
     the agent's audit file: the real flush still runs."""
 
     def __init__(self, hive: Hive) -> None:
         self.audit = hive.audit_path(AGENT)
         self.new_dir = hive.mailbox_dir(AGENT) / "new"
         self.flushes: list[Flush] = []
-        self._inner = atomic.flush_many
+        self._inner = flush.flush_many
 
     def __call__(self, requests: Sequence[Sequence[Path]]) -> list[OSError | None]:
         if any(Path(p) == self.audit for paths in requests for p in paths):
@@ -50,7 +50,7 @@ class FlushLog:
 @pytest.fixture
 def flush_log(hive: Hive, monkeypatch: pytest.MonkeyPatch) -> FlushLog:
     log = FlushLog(hive)
-    monkeypatch.setattr(atomic, "flush_many", log)
+    monkeypatch.setattr(flush, "flush_many", log)
     return log
 
 
@@ -105,7 +105,7 @@ async def test_a_failed_background_flush_is_logged_not_raised(
     agent = open_agent(hive)
     claim_one(agent, "write-it")
     audit = hive.audit_path(AGENT)
-    inner = atomic.flush_many
+    inner = flush.flush_many
 
     def failing(requests: Sequence[Sequence[Path]]) -> list[OSError | None]:
         errors = inner(requests)
@@ -114,7 +114,7 @@ async def test_a_failed_background_flush_is_logged_not_raised(
 
     report = await agent.cycle()  # its own flushes succeed
     assert report.error is None
-    monkeypatch.setattr(atomic, "flush_many", failing)
+    monkeypatch.setattr(flush, "flush_many", failing)
     agent.audit.write("note", cycle=agent.cycle_no)
     agent._flush_in_background()
     await agent.settle()
@@ -137,7 +137,7 @@ class Trip:
 @pytest.fixture
 def trips(hive: Hive, monkeypatch: pytest.MonkeyPatch) -> list[Trip]:
     seen: list[Trip] = []
-    inner = atomic.flush_many
+    inner = flush.flush_many
     audit = hive.audit_path(AGENT)
 
     def log(requests: Sequence[Sequence[Path]]) -> list[OSError | None]:
@@ -149,7 +149,7 @@ def trips(hive: Hive, monkeypatch: pytest.MonkeyPatch) -> list[Trip]:
         ))
         return inner(requests)
 
-    monkeypatch.setattr(atomic, "flush_many", log)
+    monkeypatch.setattr(flush, "flush_many", log)
     return seen
 
 

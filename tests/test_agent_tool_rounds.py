@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from hivemind.agent.cycle import Agent
 from hivemind.agent.services import HiveServices
-from hivemind.hive.atomic import LoopFlusher
+from hivemind.fs.loopflusher import LoopFlusher
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.llm.base import ModelResponse, ToolCall, ToolResult

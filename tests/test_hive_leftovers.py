@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hivemind.hive.atomic import temp_name, write_temp
+from hivemind.fs.atomic import temp_name, write_temp
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.leftovers import sweep_temps, writer_pid
 from tests.helpers import run_until_idle, write_agent
@@ -20,7 +20,7 @@ def temps_of_a_killed_process(hive: Hive, folders: list[Path]) -> list[Path]:
     code = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from hivemind.hive.atomic import write_temp\n"
+        "from hivemind.fs.atomic import write_temp\n"
         "for folder in sys.argv[1:]:\n"
         "    print(write_temp(Path(folder), 'note.md', b'half a story', fsync=False))\n"
         "sys.stdout.flush()\n"

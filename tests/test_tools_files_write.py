@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.hive.atomic import atomic_write
+from hivemind.fs.atomic import atomic_write
 from hivemind.hive.layout import Hive
 from tests.test_tools import call, make_ctx
 

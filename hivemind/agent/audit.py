@@ -21,7 +21,8 @@ from hivemind.agent.auditfile import AUDIT_TAIL_BYTES, MAX_RECORD_BYTES, LineRea
 from hivemind.clock import utcnow
 from hivemind.fs import diskspace
 from hivemind.fs.filenames import shown
-from hivemind.hive.atomic import LoopFlusher, fsync_all
+from hivemind.fs.flush import fsync_all
+from hivemind.fs.loopflusher import LoopFlusher
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,8 @@ from hivemind.agent.services import HISTORY_KEPT, HiveServices
 from hivemind.agent.shelf import KnowledgeShelf
 from hivemind.agent.toolrun import ToolRunner, short
 from hivemind.errors import ConfigError, ModelError, UnknownAgentError, UserError
-from hivemind.hive.atomic import LoopFlusher, fsync_all
+from hivemind.fs.flush import fsync_all
+from hivemind.fs.loopflusher import LoopFlusher
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
 from hivemind.llm.base import (

@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from hivemind.fs.atomic import temp_writer
 from hivemind.fs.treewalk import walk
-from hivemind.hive.atomic import temp_writer
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)

@@ -24,18 +24,13 @@ from typing import Any
 
 from hivemind.clock import utcnow
 from hivemind.errors import FileFormatError, UnknownAgentError, UserError
+from hivemind.fs.atomic import fsync_dir, write_temp
 from hivemind.fs.filenames import NOT_UTF8, fitted, is_utf8, safe, shown
+from hivemind.fs.flush import fsync_all
+from hivemind.fs.noreplace import link_new, move_unique
 from hivemind.fs.sayonce import warn_once
 from hivemind.fs.settling import writer_open
-from hivemind.hive.atomic import (
-    Steps,
-    fsync_all,
-    fsync_dir,
-    link_new,
-    move_unique,
-    run,
-    write_temp,
-)
+from hivemind.fs.steps import Steps, run
 from hivemind.hive.frontmatter import MAX_FILE_BYTES, message_from_text, render_message
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.models import MAX_ID_LENGTH, Message, check_file_id

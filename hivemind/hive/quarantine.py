@@ -6,8 +6,9 @@ import logging
 import os
 from pathlib import Path
 
+from hivemind.fs.atomic import atomic_write
 from hivemind.fs.filenames import NOT_UTF8, fitted, is_utf8, not_utf8_reason, safe, shown
-from hivemind.hive.atomic import atomic_write, move_into
+from hivemind.fs.noreplace import move_into
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)

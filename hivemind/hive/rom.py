@@ -18,9 +18,9 @@ from itertools import islice
 from pathlib import Path
 
 from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
+from hivemind.fs.atomic import atomic_write
 from hivemind.fs.paths import glob_match, glob_root
 from hivemind.fs.regular import read_regular
-from hivemind.hive.atomic import atomic_write
 from hivemind.hive.document import decode_text
 from hivemind.hive.frontmatter import parse, rom_from_document
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files

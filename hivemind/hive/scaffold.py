@@ -17,7 +17,7 @@ import annotated_types
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from hivemind.hive.atomic import create_new
+from hivemind.fs.atomic import create_new
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.scaffold_text import ASSISTANT_ROM, GITIGNORE, HIVE_README, KNOWLEDGE_NOTE

@@ -17,16 +17,9 @@ from pathlib import Path
 
 from hivemind.clock import utcnow
 from hivemind.errors import FileFormatError, UserError
-from hivemind.hive.atomic import (
-    Steps,
-    atomic_write_steps,
-    create_new_steps,
-    link_new,
-    move_into,
-    move_unique,
-    run,
-    write_temp,
-)
+from hivemind.fs.atomic import atomic_write_steps, create_new_steps, write_temp
+from hivemind.fs.noreplace import link_new, move_into, move_unique
+from hivemind.fs.steps import Steps, run
 from hivemind.hive.frontmatter import (
     MAX_FILE_BYTES,
     first_heading,

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from hivemind.errors import UserError
-from hivemind.hive.atomic import atomic_write
+from hivemind.fs.atomic import atomic_write
 from hivemind.hive.layout import Hive
 from hivemind.settings import HiveConfig, ProviderSettings
 

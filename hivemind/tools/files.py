@@ -19,8 +19,9 @@ from pydantic import BaseModel, Field
 
 from hivemind.clock import utcnow
 from hivemind.errors import ToolError
+from hivemind.fs.atomic import atomic_write_steps
 from hivemind.fs.paths import resolve_inside
-from hivemind.hive.atomic import atomic_write_steps, run_async
+from hivemind.fs.steps import run_async
 from hivemind.memory.blocks import BlockType, FileBlock, Priority
 from hivemind.tools.base import ANY, MAX_RESULT_CHARS, Footprint, Tool, ToolContext
 from hivemind.tools.excerpt import SNIFF_BYTES, read_excerpt

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
-from hivemind.hive.atomic import run_async
+from hivemind.fs.steps import run_async
 from hivemind.hive.layout import HUMAN
 from hivemind.memory.blocks import BlockType, MessageBlock
 from hivemind.tools.base import Footprint, Tool, ToolContext

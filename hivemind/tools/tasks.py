@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
-from hivemind.hive.atomic import run_async
+from hivemind.fs.steps import run_async
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.models import Task, TaskPriority, check_file_id
 from hivemind.hive.tasks import TaskRef

@@ -8,17 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.hive import atomic
-from hivemind.hive.atomic import create_new, link_new, move_unique
+from hivemind.fs import noreplace
+from hivemind.fs.atomic import create_new
+from hivemind.fs.noreplace import link_new, move_unique
 
 
 @pytest.fixture(params=["renameat2", "link-unlink"])
 def way(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """Each test runs with the one-syscall rename and with the link + unlink fallback
     (the way a filesystem that refuses RENAME_NOREPLACE is handled)."""
-    if request.param == "renameat2" and atomic._renameat2 is None:
+    if request.param == "renameat2" and noreplace._renameat2 is None:
         pytest.fail("this Linux has no renameat2: the fast path would never be tested")
-    refused = atomic._noreplace_refused
+    refused = noreplace._noreplace_refused
     saved = set(refused)
     if request.param == "link-unlink":
         refused.add(os.lstat(tmp_path).st_dev)

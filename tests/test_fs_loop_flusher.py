@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.hive import atomic
-from hivemind.hive.atomic import LoopFlusher, atomic_write_steps, run_async
+from hivemind.fs import flush, loopflusher
+from hivemind.fs.atomic import atomic_write_steps
+from hivemind.fs.loopflusher import LoopFlusher
+from hivemind.fs.steps import run_async
 
 
 def files(directory: Path, count: int, prefix: str = "f") -> list[Path]:
@@ -187,13 +189,13 @@ async def test_quick_flushes_run_on_the_loop_and_slow_ones_in_a_thread(
         time.sleep(delay[0])
         return [None] * len(requests)
 
-    monkeypatch.setattr(atomic, "flush_many", disk)
+    monkeypatch.setattr(flush, "flush_many", disk)
     await flusher.flush([paths[0]])
     assert (flusher.trips, flusher.in_thread) == (1, 0)  # quick: done on the loop
 
     delay[0] = 0.2  # slow enough for the ticker to beat meanwhile on a busy machine
     await flusher.flush([paths[1]])  # found slow only now: still on the loop
-    assert flusher.recent > atomic.INLINE_FLUSH_MAX
+    assert flusher.recent > loopflusher.INLINE_FLUSH_MAX
     ticks = 0
 
     async def ticker() -> None:
@@ -210,9 +212,9 @@ async def test_quick_flushes_run_on_the_loop_and_slow_ones_in_a_thread(
     delay[0] = 0.0
     for path in paths[3:] * 100:  # quick again: back on the loop once the form shows it
         await flusher.flush([path])  # (a busy machine may make a few of them slow)
-        if flusher.recent <= atomic.INLINE_FLUSH_MAX:
+        if flusher.recent <= loopflusher.INLINE_FLUSH_MAX:
             break
-    assert flusher.recent <= atomic.INLINE_FLUSH_MAX
+    assert flusher.recent <= loopflusher.INLINE_FLUSH_MAX
     threaded = flusher.in_thread
     await flusher.flush([paths[3]])
     assert flusher.in_thread == threaded

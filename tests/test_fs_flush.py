@@ -9,16 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.hive import atomic
-from hivemind.hive.atomic import (
-    GroupFlush,
-    atomic_write_steps,
-    create_new_steps,
-    fsync_all,
-    run,
-    run_async,
-    write_temp,
-)
+from hivemind.fs import flush
+from hivemind.fs.atomic import atomic_write_steps, create_new_steps, write_temp
+from hivemind.fs.flush import GroupFlush, fsync_all
+from hivemind.fs.steps import run, run_async
 
 
 def test_one_writer_alone_flushes_each_file_itself(tmp_path: Path) -> None:
@@ -111,20 +105,20 @@ async def test_run_async_flushes_off_the_loop_and_finishes_the_operation(tmp_pat
 # -- a batch: one syncfs while little else waits to be written, else file by file --------
 
 MB = 1024 * 1024
-linux_only = pytest.mark.skipif(atomic._syncfs is None, reason="syncfs is Linux's")
+linux_only = pytest.mark.skipif(flush._syncfs is None, reason="syncfs is Linux's")
 
 
 @pytest.mark.parametrize(
     ("dirty", "ours", "quick"),
     [(None, 0, False), (0, 0, True), (5 * MB, 4 * MB, True),
-     (atomic.OTHERS_DIRTY_MAX, 0, True), (atomic.OTHERS_DIRTY_MAX + 1, 0, False),
+     (flush.OTHERS_DIRTY_MAX, 0, True), (flush.OTHERS_DIRTY_MAX + 1, 0, False),
      (64 * MB, 1 * MB, False)],
     ids=["unknown", "nothing", "mostly-ours", "at-the-limit", "past-the-limit", "busy"],
 )
 def test_a_syncfs_is_quick_only_when_little_besides_the_batch_is_dirty(
     dirty: int | None, ours: int, quick: bool
 ) -> None:
-    assert atomic.syncfs_is_quick(dirty, ours) is quick
+    assert flush.syncfs_is_quick(dirty, ours) is quick
 
 
 def batch(tmp_path: Path, name: str, n: int = 5) -> list[Path]:
@@ -140,11 +134,11 @@ def test_with_another_writers_data_pending_a_batch_is_flushed_file_by_file(
 ) -> None:
     """syncfs would wait for all of it: another program's 64 MB here."""
     (tmp_path / "someone-elses.bin").write_bytes(os.urandom(MB) * 64)  # dirty, not synced
-    before = (atomic.group_flush.syncfs_trips, atomic.group_flush.file_trips)
+    before = (flush.group_flush.syncfs_trips, flush.group_flush.file_trips)
 
     fsync_all(batch(tmp_path, "mine"))
 
-    after = (atomic.group_flush.syncfs_trips, atomic.group_flush.file_trips)
+    after = (flush.group_flush.syncfs_trips, flush.group_flush.file_trips)
     assert after == (before[0], before[1] + 1)
 
 
@@ -152,20 +146,20 @@ def test_with_another_writers_data_pending_a_batch_is_flushed_file_by_file(
 def test_with_little_else_pending_a_batch_is_one_syncfs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(atomic, "_dirty_bytes", lambda: 0)  # a quiet machine
-    before = (atomic.group_flush.syncfs_trips, atomic.group_flush.file_trips)
+    monkeypatch.setattr(flush, "_dirty_bytes", lambda: 0)  # a quiet machine
+    before = (flush.group_flush.syncfs_trips, flush.group_flush.file_trips)
 
     fsync_all(batch(tmp_path, "mine"))
 
-    after = (atomic.group_flush.syncfs_trips, atomic.group_flush.file_trips)
+    after = (flush.group_flush.syncfs_trips, flush.group_flush.file_trips)
     assert after == (before[0] + 1, before[1])
 
 
 @linux_only
 def test_the_systems_dirty_data_is_read_from_proc_meminfo(tmp_path: Path) -> None:
     os.sync()
-    quiet = atomic._dirty_bytes()
+    quiet = flush._dirty_bytes()
     (tmp_path / "pending.bin").write_bytes(os.urandom(MB) * 16)
-    busy = atomic._dirty_bytes()
+    busy = flush._dirty_bytes()
     assert quiet is not None and busy is not None
     assert busy >= 8 * MB  # most of the 16 MB just written waits to be written back

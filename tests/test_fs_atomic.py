@@ -1,4 +1,4 @@
-"""atomic.py's writes and moves at the edges: the longest file names, special mode bits."""
+"""fs/atomic.py and fs/noreplace.py at the edges: the longest file names, special mode bits."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.hive.atomic import KEEP_MODE, atomic_write, move_unique
+from hivemind.fs.atomic import KEEP_MODE, atomic_write
+from hivemind.fs.noreplace import move_unique
 
 
 @pytest.mark.parametrize(
