@@ -32,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from hivemind.fs.statcache import RACY_MARGIN
 from hivemind.fs.steps import run_async
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice, new_message_id
 from hivemind.hive.models import Message, Task
-from hivemind.hive.statcache import RACY_MARGIN
 from hivemind.hive.tasks import TaskBoard
 from hivemind.hive.watcher import HiveWatcher
 

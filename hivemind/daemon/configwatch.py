@@ -16,9 +16,9 @@ from pathlib import Path
 
 from hivemind.errors import ConfigError, FileFormatError
 from hivemind.fs.regular import read_regular
+from hivemind.fs.statcache import Sig, sig_of
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
-from hivemind.hive.statcache import Sig, sig_of
 
 logger = logging.getLogger(__name__)
 

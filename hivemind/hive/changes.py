@@ -9,9 +9,9 @@ from enum import StrEnum
 from pathlib import Path
 
 from hivemind.fs.paths import glob_match, glob_root
+from hivemind.fs.statcache import Sig, sig_of
 from hivemind.fs.treewalk import walk
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
-from hivemind.hive.statcache import Sig, sig_of
 
 
 class HiveEventKind(StrEnum):

@@ -30,11 +30,12 @@ from hivemind.fs.flush import fsync_all
 from hivemind.fs.noreplace import link_new, move_unique
 from hivemind.fs.sayonce import warn_once
 from hivemind.fs.settling import writer_open
+from hivemind.fs.statcache import StatCache
 from hivemind.fs.steps import Steps, run
+from hivemind.hive.document import read_text
 from hivemind.hive.frontmatter import MAX_FILE_BYTES, message_from_text, render_message
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 from hivemind.hive.models import MAX_ID_LENGTH, Message, check_file_id
-from hivemind.hive.statcache import StatCache
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Mailbox:
         self.dir = hive.mailbox_dir(name)
         self.settle_time = settle_time
         self.fsync = fsync
-        self._parsed: StatCache[Message] = StatCache()
+        self._parsed: StatCache[Message] = StatCache(read_text)
         # Ids of the messages this mailbox moved to cur/: a file in new/ that has one is
         # another message (a reused name or `id:`), so it is read under a fresh id. The
         # newest READ_IDS_KEPT (insertion-ordered): a daemon running for months must not

@@ -21,10 +21,10 @@ from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
 from hivemind.fs.atomic import atomic_write
 from hivemind.fs.paths import glob_match, glob_root
 from hivemind.fs.regular import read_regular
+from hivemind.fs.statcache import RACY_MARGIN, Sig, sig_of
 from hivemind.hive.document import decode_text
 from hivemind.hive.frontmatter import parse, rom_from_document
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
-from hivemind.hive.statcache import RACY_MARGIN, Sig, sig_of
 from hivemind.settings import MIN_CONTEXT_TOKENS, AgentConfig, AgentSettings
 
 logger = logging.getLogger(__name__)

@@ -18,13 +18,14 @@ from pathlib import Path
 from hivemind.errors import FileFormatError
 from hivemind.fs.filenames import is_utf8, not_utf8_reason
 from hivemind.fs.settling import WRITER_RECHECK, fallback_for, whole_in, writer_open
+from hivemind.fs.statcache import RACY_MARGIN, Sig, StatCache, sig_of
+from hivemind.hive.document import read_text
 from hivemind.hive.frontmatter import task_from_text
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.links import FOLDER_LINK_REASON, is_folder_link, task_file_problem
 from hivemind.hive.models import Task, TaskState
 from hivemind.hive.quarantine import REASON_SUFFIX, quarantine
 from hivemind.hive.routing import route_task
-from hivemind.hive.statcache import RACY_MARGIN, Sig, StatCache, sig_of
 from hivemind.hive.taskref import TaskRef, md_count, md_entries, md_files
 from hivemind.settings import AgentConfig
 
@@ -47,7 +48,7 @@ class TaskIndex:
         self.hive = hive
         self.settle_time = settle_time
         self.fsync = fsync
-        self._parsed: StatCache[Task] = StatCache()
+        self._parsed: StatCache[Task] = StatCache(read_text)
         self._first_seen: dict[Path, tuple[Sig, float]] = {}
         self._pending_ids: dict[str, str] = {}  # file name in tasks/ -> task id
         # The pending set: settled, readable, unique ids; kept between refreshes.

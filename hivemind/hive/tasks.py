@@ -19,6 +19,7 @@ from hivemind.clock import utcnow
 from hivemind.errors import FileFormatError, UserError
 from hivemind.fs.atomic import atomic_write_steps, create_new_steps, write_temp
 from hivemind.fs.noreplace import link_new, move_into, move_unique
+from hivemind.fs.statcache import sig_of
 from hivemind.fs.steps import Steps, run
 from hivemind.hive.frontmatter import (
     MAX_FILE_BYTES,
@@ -30,7 +31,6 @@ from hivemind.hive.frontmatter import (
 )
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task, TaskState, check_file_id
-from hivemind.hive.statcache import sig_of
 from hivemind.hive.taskfile import ended_text
 from hivemind.hive.taskindex import TaskIndex
 from hivemind.hive.taskref import TaskRef, append_section, as_utc, md_files, slugify

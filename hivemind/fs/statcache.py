@@ -1,4 +1,8 @@
-"""Parsed files cached by their stat, so an unchanged file is never parsed twice."""
+"""Parsed files cached by their stat, so an unchanged file is never parsed twice.
+
+The cache knows files, not formats: whoever makes a `StatCache` gives it the
+function that reads a file's text (the hive's `document.read_text`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from hivemind.errors import FileFormatError
-from hivemind.hive.document import read_text
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -68,7 +71,8 @@ class StatCache(Generic[T]):
     and old enough to trust its stat from then on.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, read: Callable[[Path], str]) -> None:
+        self._read = read  # a file's text; its OSError and FileFormatError propagate
         # path -> (sig, read at, value, the text parsed while its stat is not trusted)
         self._entries: dict[Path, tuple[Sig, float, T, str | None]] = {}
 
@@ -79,12 +83,12 @@ class StatCache(Generic[T]):
 
     def load(self, path: Path, st: os.stat_result, parse: Callable[[str, Path], T]) -> T:
         """The cached value, else `parse(text, path)` of the file's text, remembered
-        under `st` (`read_text`'s and `parse`'s errors propagate)."""
+        under `st` (the reader's and `parse`'s errors propagate)."""
         hit = self._current(path, st, self._entries.get(path))
         if hit is not None:
             return hit
         read_at = time.time()
-        text = read_text(path)
+        text = self._read(path)
         return self._put(path, st, parse(text, path), read_at, text)
 
     def remember(self, path: Path, st: os.stat_result, value: T, read_at: float) -> T:
@@ -104,7 +108,7 @@ class StatCache(Generic[T]):
             return None
         read_at = time.time()
         try:
-            same = read_text(path) == hit[3]
+            same = self._read(path) == hit[3]
         except (OSError, FileFormatError):
             same = False
         if not same:

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from hivemind.errors import FileFormatError
+from hivemind.fs.statcache import RACY_MARGIN, StatCache
+from hivemind.hive.document import read_text
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.statcache import RACY_MARGIN, StatCache
 from hivemind.hive.taskindex import TaskIndex
 
 
@@ -47,7 +48,7 @@ def test_an_old_file_is_trusted_by_its_stat(tmp_path: Path) -> None:
     path = tmp_path / "a.md"
     path.write_text("alpha")
     age(path, 10)
-    cache: StatCache[str] = StatCache()
+    cache: StatCache[str] = StatCache(read_text)
     parse = Parser()
     assert cache.load(path, path.stat(), parse) == "ALPHA"
     assert cache.load(path, path.stat(), parse) == "ALPHA"
@@ -57,7 +58,7 @@ def test_an_old_file_is_trusted_by_its_stat(tmp_path: Path) -> None:
 def test_a_fresh_file_is_compared_by_its_text_not_parsed_again(tmp_path: Path) -> None:
     path = tmp_path / "a.md"
     path.write_text("alpha")  # its mtime is now: read within the racy margin
-    cache: StatCache[str] = StatCache()
+    cache: StatCache[str] = StatCache(read_text)
     parse = Parser()
     first = cache.load(path, path.stat(), parse)
     again = cache.load(path, path.stat(), parse)
@@ -69,7 +70,7 @@ def test_a_fresh_file_is_compared_by_its_text_not_parsed_again(tmp_path: Path) -
 def test_a_fresh_file_changed_under_the_same_stat_is_parsed_again(tmp_path: Path) -> None:
     path = tmp_path / "a.md"
     path.write_text("alpha")
-    cache: StatCache[str] = StatCache()
+    cache: StatCache[str] = StatCache(read_text)
     parse = Parser()
     assert cache.load(path, path.stat(), parse) == "ALPHA"
     write_same_stat(path, "omega")
@@ -81,7 +82,7 @@ def test_a_fresh_file_changed_under_the_same_stat_is_parsed_again(tmp_path: Path
 def test_once_checked_past_the_margin_the_stat_is_trusted_again(tmp_path: Path) -> None:
     path = tmp_path / "a.md"
     path.write_text("alpha")
-    cache: StatCache[str] = StatCache()
+    cache: StatCache[str] = StatCache(read_text)
     parse = Parser()
     cache.load(path, path.stat(), parse)
     time.sleep(RACY_MARGIN + 0.05)
@@ -94,7 +95,7 @@ def test_once_checked_past_the_margin_the_stat_is_trusted_again(tmp_path: Path) 
 def test_a_moved_fresh_file_keeps_its_value_only_if_its_text_is_the_same(
     tmp_path: Path,
 ) -> None:
-    cache: StatCache[str] = StatCache()
+    cache: StatCache[str] = StatCache(read_text)
     parse = Parser()
     old, new = tmp_path / "a.md", tmp_path / "b.md"
     old.write_text("alpha")
@@ -112,7 +113,7 @@ def test_a_moved_fresh_file_keeps_its_value_only_if_its_text_is_the_same(
 
 
 def test_read_and_parse_errors_propagate_and_cache_nothing(tmp_path: Path) -> None:
-    cache: StatCache[str] = StatCache()
+    cache: StatCache[str] = StatCache(read_text)
     empty = tmp_path / "empty.md"
     empty.write_text("")
     with pytest.raises(FileFormatError, match="empty"):
