@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from hivemind.errors import PathEscapeError
-from hivemind.fs.paths import glob_match, glob_root, resolve_inside
+from hivemind.fs.globs import glob_match, glob_root
+from hivemind.fs.paths import resolve_inside
 from hivemind.hive.layout import Hive
 
 

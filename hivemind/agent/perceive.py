@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from hivemind.agent.prompt import TEAM
-from hivemind.fs.paths import glob_match, glob_root, walk_below
+from hivemind.fs.globs import glob_match, glob_root
+from hivemind.fs.paths import walk_below
 from hivemind.hive.knowledge import KnowledgeIndex, Note, note_block
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
 from hivemind.hive.mailbox import Mailbox, MailItem

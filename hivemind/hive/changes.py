@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
-from hivemind.fs.paths import glob_match, glob_root
+from hivemind.fs.globs import glob_match, glob_root
 from hivemind.fs.statcache import Sig, sig_of
 from hivemind.fs.treewalk import walk
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hivemind.fs.filenames import NOT_UTF8, is_utf8, shown
-from hivemind.fs.paths import glob_match
+from hivemind.fs.globs import glob_match
 from hivemind.fs.statcache import StatMemo
 from hivemind.fs.treewalk import MAX_DEPTH
 from hivemind.hive.layout import Hive, is_temp_name

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hivemind.errors import ConfigError, FileFormatError, UnknownAgentError
 from hivemind.fs.atomic import atomic_write
-from hivemind.fs.paths import glob_match, glob_root
+from hivemind.fs.globs import glob_match, glob_root
 from hivemind.fs.regular import read_regular
 from hivemind.fs.statcache import RACY_MARGIN, Sig, sig_of
 from hivemind.hive.document import decode_text

@@ -44,7 +44,7 @@ from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
 from hivemind.fs import inotify, settling
-from hivemind.fs.paths import glob_root
+from hivemind.fs.globs import glob_root
 from hivemind.fs.statcache import Sig
 from hivemind.hive.changes import HiveEventKind, classify, lstat_sig, not_a_task, snapshot
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
