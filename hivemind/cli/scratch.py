@@ -16,8 +16,7 @@ from pathlib import Path
 from hivemind.cli.common import fail
 from hivemind.fs.treewalk import MAX_DEPTH
 from hivemind.hive.config import read_config_bytes
-from hivemind.hive.layout import Hive
-from hivemind.hive.links import folder_link_out
+from hivemind.hive.layout import Hive, folder_link_out
 
 SCRATCH_PARTS = ("hive.toml", "agents", "knowledge", "tasks", "mailboxes", "workspace")
 """What is copied (hive.toml as the run reads it); .hivemind/ is left out."""

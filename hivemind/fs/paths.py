@@ -1,4 +1,5 @@
-"""Confinement: every path an agent's tool receives goes through `resolve_inside`."""
+"""Confinement: every path an agent's tool receives goes through `resolve_inside`;
+links that lead out of a root are found, never followed."""
 
 from __future__ import annotations
 
@@ -139,3 +140,40 @@ def _show(root: Path, folder: Path) -> str:
         return folder.relative_to(root).as_posix() + "/"
     except ValueError:
         return f"{folder}/"
+
+
+def is_folder_link(path: Path) -> bool:
+    """True if `path` is a symlink (to a folder or anything else): not entered."""
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def leads_out(root: str, path: Path) -> str | None:
+    """Where the link at `path` leads if that is outside the real root `root`; None if
+    `path` is no link or stays inside."""
+    if not is_folder_link(path):
+        return None
+    target = os.path.realpath(path)
+    if _within(target, root):
+        return None
+    return target
+
+
+def first_link(folders: Iterable[Path]) -> str | None:
+    """The path of the first entry (by name, folder by folder) that is a link: a symlink,
+    or a regular file with another name (a hard link); None if there is none."""
+    for folder in folders:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+                return entry.path
+    return None

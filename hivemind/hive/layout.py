@@ -9,9 +9,8 @@ from functools import cached_property
 from pathlib import Path
 
 from hivemind.errors import ConfigError
-from hivemind.fs.paths import walk_below
+from hivemind.fs.paths import first_link, leads_out, walk_below
 from hivemind.fs.treewalk import walk
-from hivemind.hive.links import folder_link_out
 
 HUMAN = "human"
 """The mailbox people read; not an agent."""
@@ -250,3 +249,37 @@ class Hive:
                     f"{d}: the hive needs a folder here, but a file is in the way; move it"
                 ) from None
         return self
+
+
+def hive_folders(hive: Hive) -> Iterator[Path]:
+    """The folders of the layout, and the folders of each agent's mail."""
+    yield from (hive.agents_dir, hive.knowledge_dir, hive.mailboxes_dir, hive.tasks_dir,
+                hive.workspace_dir, hive.state_dir, hive.active_dir, hive.done_dir,
+                hive.failed_dir, hive.rejected_dir, hive.audit_dir)  # fmt: skip
+    try:
+        boxes = [e.name for e in os.scandir(hive.mailboxes_dir)]
+    except OSError:
+        return
+    for name in sorted(boxes):
+        box = hive.mailbox_dir(name)
+        yield box
+        yield from (box / "tmp", box / "new", box / "cur")
+
+
+def folder_link_out(hive: Hive) -> str | None:
+    """One line naming the first folder of the hive that is a link out of it, or the
+    first link among the runtime's own files (the runtime would read and write
+    there); None if there is none (DESIGN §3)."""
+    root = os.fspath(hive.root)
+    for folder in hive_folders(hive):
+        target = leads_out(root, folder)
+        if target is not None:
+            return (f"{os.path.relpath(folder, root)}/: a link to {target}, outside the hive; "
+                    "the runtime does not follow links out of a hive: make it a real folder")
+    # A cloned hive may carry a link among the runtime's own files in .hivemind/: the
+    # lock file truncated, the audit appended to, through it.
+    linked = first_link((hive.state_dir, hive.audit_dir, hive.state_dir / "roms"))
+    if linked is None:
+        return None
+    return (f"{os.path.relpath(linked, hive.root)}: a link; .hivemind/ holds the runtime's "
+            "own files and no link is followed there: remove it")

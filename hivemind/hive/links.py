@@ -12,10 +12,8 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # layout checks its folders with `folder_link_out`
-    from hivemind.hive.layout import Hive
+from hivemind.hive.layout import Hive
 
 LINK_REASON = "a symbolic link is not read as a task; copy the file instead"
 FOLDER_LINK_REASON = "a link to a folder is not read as a task folder; make it a real folder"
@@ -37,7 +35,7 @@ def task_file_problem(hive: Hive, st: os.stat_result) -> str | None:
 
 def board_links(hive: Hive, st: os.stat_result) -> int:
     """How many names on the task board (its folders, temp names included) are the file
-    of `st`: the runtime's own moves link a file twice for a moment (`atomic.link_new`
+    of `st`: the runtime's own moves link a file twice for a moment (`noreplace.link_new`
     where no rename refuses to replace), and a crash may leave both names."""
     found = 0
     for folder in _board_folders(hive):
@@ -64,71 +62,3 @@ def _board_folders(hive: Hive) -> Iterator[Path]:
         agents = []
     for name in agents:
         yield hive.active_dir_for(name)
-
-
-def is_folder_link(path: Path) -> bool:
-    """True if `path` is a symlink (to a folder or anything else): not entered."""
-    try:
-        return stat.S_ISLNK(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _leads_out(root: str, path: Path) -> str | None:
-    """Where the link at `path` leads if that is outside the hive root `root` (real);
-    None if `path` is no link or stays inside."""
-    if not is_folder_link(path):
-        return None
-    target = os.path.realpath(path)
-    if target == root or target.startswith(root.rstrip("/") + "/"):
-        return None
-    return target
-
-
-def hive_folders(hive: Hive) -> Iterator[Path]:
-    """The folders of the layout, and the folders of each agent's mail."""
-    yield from (hive.agents_dir, hive.knowledge_dir, hive.mailboxes_dir, hive.tasks_dir,
-                hive.workspace_dir, hive.state_dir, hive.active_dir, hive.done_dir,
-                hive.failed_dir, hive.rejected_dir, hive.audit_dir)  # fmt: skip
-    try:
-        boxes = [e.name for e in os.scandir(hive.mailboxes_dir)]
-    except OSError:
-        return
-    for name in sorted(boxes):
-        box = hive.mailbox_dir(name)
-        yield box
-        yield from (box / "tmp", box / "new", box / "cur")
-
-
-def folder_link_out(hive: Hive) -> str | None:
-    """One line naming the first folder of the hive that is a link out of it, or the
-    first link among the runtime's own files (the runtime would read and write
-    there); None if there is none."""
-    root = os.fspath(hive.root)
-    for folder in hive_folders(hive):
-        target = _leads_out(root, folder)
-        if target is not None:
-            return (f"{os.path.relpath(folder, root)}/: a link to {target}, outside the hive; "
-                    "the runtime does not follow links out of a hive: make it a real folder")
-    return _state_link(hive)
-
-
-def _state_link(hive: Hive) -> str | None:
-    """One line naming a link among the runtime's own files in .hivemind/ (a cloned
-    hive may carry one: the lock file truncated, the audit appended to, through it)."""
-    for folder in (hive.state_dir, hive.audit_dir, hive.state_dir / "roms"):
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            linked = stat.S_ISLNK(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1)
-            if linked:
-                where = os.path.relpath(entry.path, hive.root)
-                return (f"{where}: a link; .hivemind/ holds the runtime's own files and no "
-                        "link is followed there: remove it")
-    return None

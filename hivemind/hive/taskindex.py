@@ -17,12 +17,13 @@ from pathlib import Path
 
 from hivemind.errors import FileFormatError
 from hivemind.fs.filenames import is_utf8, not_utf8_reason
+from hivemind.fs.paths import is_folder_link
 from hivemind.fs.settling import WRITER_RECHECK, fallback_for, whole_in, writer_open
 from hivemind.fs.statcache import RACY_MARGIN, Sig, StatCache, sig_of
 from hivemind.hive.document import read_text
 from hivemind.hive.frontmatter import task_from_text
 from hivemind.hive.layout import Hive, is_temp_name
-from hivemind.hive.links import FOLDER_LINK_REASON, is_folder_link, task_file_problem
+from hivemind.hive.links import FOLDER_LINK_REASON, task_file_problem
 from hivemind.hive.models import Task, TaskState
 from hivemind.hive.quarantine import REASON_SUFFIX, quarantine
 from hivemind.hive.routing import route_task
