@@ -17,7 +17,6 @@ from typing import Any
 
 from hivemind.agent.prompt import TEAM
 from hivemind.fs.globs import glob_match, glob_root
-from hivemind.fs.paths import walk_below
 from hivemind.hive.knowledge import KnowledgeIndex, Note, note_block
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
 from hivemind.hive.mailbox import Mailbox, MailItem
@@ -80,27 +79,6 @@ def _version_key(path: Path, lst: os.stat_result) -> str:
     if stat.S_ISLNK(lst.st_mode):
         return _stat_key(path)
     return f"{lst.st_mtime_ns}:{lst.st_size}"
-
-
-def _plain_folder(hive: Hive, folder: Path) -> str | None:
-    """`hive.relative(folder)` when no part of it below the root is a symlink (then the
-    relative path of a file in it is plain string work), else None."""
-    root = os.fspath(hive.root)
-    walked = walk_below(root, os.fspath(folder))
-    if walked is None:
-        return None
-    return walked[0][len(root.rstrip("/")) + 1 :]
-
-
-def _relative(
-    hive: Hive, folder: str | None, path: Path, lst: os.stat_result | None
-) -> str:
-    """`hive.relative(path)` for a file (lstat `lst`, None if missing) in a folder that
-    `_plain_folder` vouched for: the same string without one lstat per part of the path
-    (`Hive.relative` only departs from the plain string at a symlink)."""
-    if folder is None or (lst is not None and stat.S_ISLNK(lst.st_mode)):
-        return hive.relative(path)
-    return f"{folder}/{path.name}"
 
 
 def task_block(hive: Hive, ref: TaskRef, location: str | None = None) -> TaskBlock:
@@ -191,7 +169,7 @@ def _glob_files(hive: Hive, pattern: str) -> list[tuple[str, Path]]:
         return []
     top = hive.root / base if base else hive.root
     # A link on the way to the glob's folder: each file's own name decides.
-    plain = _plain_folder(hive, top) is not None if base else True
+    plain = hive.plain_folder(top) is not None if base else True
     out: list[tuple[str, Path]] = []
     for found, where in hive_files(top, base):
         if not glob_match(pattern, found):
@@ -225,7 +203,7 @@ def perceive(
         rom_stat: os.stat_result | None = os.lstat(rom_path)
     except OSError:
         rom_stat = None
-    rom_location = _relative(hive, _plain_folder(hive, rom_folder), rom_path, rom_stat)
+    rom_location = hive.relative_in(hive.plain_folder(rom_folder), rom_path, rom_stat)
     working.add(RomBlock(agent=name, location=rom_location))
     keys = {f"rom:{'missing' if rom_stat is None else _version_key(rom_path, rom_stat)}"}
 
@@ -235,10 +213,10 @@ def perceive(
     for block in working.by_type(BlockType.TASK):
         if isinstance(block, TaskBlock) and block.task_id not in active:
             working.remove(block.id)
-    folder = _plain_folder(hive, hive.active_dir_for(name)) if active else None
+    folder = hive.plain_folder(hive.active_dir_for(name)) if active else None
     for ref in active.values():
         lst = lstats[ref.path]
-        working.add(task_block(hive, ref, _relative(hive, folder, ref.path, lst)))
+        working.add(task_block(hive, ref, hive.relative_in(folder, ref.path, lst)))
         keys.add(f"task:{ref.task.id}:{_version_key(ref.path, lst)}")
 
     unread = mailbox.unread()

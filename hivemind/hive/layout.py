@@ -224,6 +224,20 @@ class Hive:
         except ValueError:
             return path.as_posix()
 
+    def plain_folder(self, folder: Path) -> str | None:
+        """`relative(folder)` when no part of it below the root is a symlink, else None:
+        then `relative_in` names a file in it by string work alone."""
+        walked = walk_below(self._root, os.fspath(folder))
+        return None if walked is None else walked[0][len(self._root_prefix):]
+
+    def relative_in(self, plain: str | None, path: Path, lst: os.stat_result | None) -> str:
+        """`relative(path)` for a file (lstat `lst`, None if missing) in a folder that
+        `plain_folder` named `plain` (None: it could not): the same string without one
+        lstat per part of the path (`relative` departs from it only at a symlink)."""
+        if plain is None or (lst is not None and stat.S_ISLNK(lst.st_mode)):
+            return self.relative(path)
+        return f"{plain}/{path.name}"
+
     def ensure(self) -> Hive:
         """Create the folders of the layout that are missing; returns self. A folder of
         the layout that is a link out of the hive is refused (ConfigError, one line)."""
