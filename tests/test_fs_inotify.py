@@ -34,7 +34,7 @@ def watching_threads() -> list[str]:
 async def test_no_thread_is_started_to_watch(hive: Hive) -> None:
     before = watching_threads()
     async with HiveWatcher(hive, settle_time=0.02) as w:
-        assert isinstance(w._observer, LoopInotify)
+        assert isinstance(w._source.observer, LoopInotify)
         path = hive.tasks_dir / "job.md"
         path.write_text("# Job\n")
         assert await expect(w) == HiveEvent(Kind.TASK_DROPPED, path, None)

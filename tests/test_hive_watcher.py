@@ -180,7 +180,7 @@ async def test_only_agents_new_mail_is_watched(hive: Hive) -> None:
 
 def queued(w: HiveWatcher) -> list[Path]:
     """Paths the handler queued for the loop (each with what its event said of its writer)."""
-    return [path for path, _ in w._inbox]
+    return [path for path, _ in w._source.inbox]
 
 
 async def test_a_task_leaving_tasks_wakes_nothing_and_is_tidied_with_the_next_news(
@@ -188,13 +188,13 @@ async def test_a_task_leaving_tasks_wakes_nothing_and_is_tidied_with_the_next_ne
 ) -> None:
     async with HiveWatcher(hive, settle_time=0.02, rescan_interval=60) as w:
         wakes: list[int] = []
-        take = w._take_inbox
+        take = w._source.on_batch
 
         def counted() -> None:
-            wakes.append(len(w._inbox))
+            wakes.append(len(w._source.inbox))
             take()
 
-        w._take_inbox = counted  # type: ignore[method-assign]
+        w._source.on_batch = counted
         job = hive.tasks_dir / "job.md"
         job.write_text("# Job\n")
         assert await expect(w) == HiveEvent(Kind.TASK_DROPPED, job, None)
@@ -210,7 +210,7 @@ async def test_a_task_leaving_tasks_wakes_nothing_and_is_tidied_with_the_next_ne
         # The next news takes it along, in order: the same name dropped again is news.
         job.write_text("# Job, again\n")
         assert await expect(w) == HiveEvent(Kind.TASK_DROPPED, job, None)
-        assert wakes and w._inbox == []
+        assert wakes and w._source.inbox == []
         await nothing_more(w)
 
 
@@ -227,7 +227,7 @@ async def test_a_task_that_left_is_forgotten_by_the_rescan_without_other_news(
             if job not in w._known:
                 break
             await asyncio.sleep(0.01)
-        assert job not in w._known and w._inbox == []
+        assert job not in w._known and w._source.inbox == []
         await nothing_more(w)
 
 

@@ -7,6 +7,7 @@ function that reads a file's text (the hive's `document.read_text`).
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
@@ -27,6 +28,15 @@ RACY_MARGIN = 0.1
 def sig_of(st: os.stat_result) -> Sig:
     """Inode, size and mtime: a file with the same three has not changed."""
     return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def lstat_sig(path: Path) -> Sig | None:
+    """The `sig_of` of what is at `path` (not followed); None for a folder or nothing."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return None if stat.S_ISDIR(st.st_mode) else sig_of(st)
 
 
 class StatMemo(Generic[K, T]):

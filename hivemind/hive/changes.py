@@ -9,7 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from hivemind.fs.globs import glob_match, glob_root
-from hivemind.fs.statcache import Sig, sig_of
+from hivemind.fs.statcache import Sig, lstat_sig, sig_of
 from hivemind.fs.treewalk import walk
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
 
@@ -46,14 +46,6 @@ def classify(rel: str, watch_globs: Iterable[str] = ()) -> list[tuple[HiveEventK
     if any(glob_match(g, rel) for g in watch_globs):
         out.append((HiveEventKind.FILE_CHANGED, None))
     return out
-
-
-def lstat_sig(path: Path) -> Sig | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return None if stat.S_ISDIR(st.st_mode) else sig_of(st)
 
 
 def snapshot(
