@@ -128,7 +128,7 @@ def test_a_hard_link_on_the_board_is_rejected_unread(
 
 def test_the_runtimes_own_link_during_a_move_is_not_rejected(hive: Hive) -> None:
     """A move where no rename refuses to replace links the file twice for a moment
-    (`atomic.link_new`); a crash then leaves both names, one of them a temp name."""
+    (`noreplace.link_new`); a crash then leaves both names, one of them a temp name."""
     task = write_task(hive, "t1")
     os.link(task, hive.tasks_dir / ".t1.md.4194999-abcdef-0.tmp")
 

@@ -86,7 +86,7 @@ class ToolRunner:
         """Run one round's tool calls; each is also appended to `calls`, in order.
 
         Each call starts in call order and does its file work at once, then all wait
-        for the disk together (one flush for the round, see `atomic.LoopFlusher`) and
+        for the disk together (one flush for the round, see `loopflusher.LoopFlusher`) and
         make their files visible in call order. A call whose footprint conflicts with
         an unfinished earlier one (it reads what that one writes) first waits for the
         round so far: it sees every earlier effect, as if the calls had run one by one.

@@ -455,7 +455,7 @@ class PostOffice:
         body: str = "",
         **fields: Any,
     ) -> Steps[list[Path]]:
-        """`send` as a durable operation (see `atomic.run_async`)."""
+        """`send` as a durable operation (see `steps.run_async`)."""
         if (size := len((subject + body).encode("utf-8", "surrogatepass"))) > MAX_BODY_BYTES:
             # Its file would be past what a reader reads (it became a raw message: no
             # sender, no subject, cut): refused here instead.

@@ -140,7 +140,7 @@ class TaskBoard(TaskIndex):
         return run(self.complete_steps(ref, result, agent))
 
     def complete_steps(self, ref: TaskRef, result: str, agent: str) -> Steps[TaskRef]:
-        """`complete` as a durable operation (see `atomic.run_async`).
+        """`complete` as a durable operation (see `steps.run_async`).
 
         The finished version is written under a temp name beside the claimed copy,
         flushed and linked into done/ as `<id>.md` (never replacing a file); then the
@@ -295,7 +295,7 @@ class TaskBoard(TaskIndex):
     def fail_steps(
         self, ref: TaskRef, reason: str, agent: str, *, final: bool = False
     ) -> Steps[TaskRef]:
-        """`fail` as a durable operation (see `atomic.run_async`)."""
+        """`fail` as a durable operation (see `steps.run_async`)."""
         text, task = self._owned_text(ref, agent)
         attempts = task.attempts + 1
         body = append_section(task.body, f"Attempt {attempts} failed", reason)
@@ -322,7 +322,7 @@ class TaskBoard(TaskIndex):
         return run(self.create_steps(task, created_by))
 
     def create_steps(self, task: Task, created_by: str | None = None) -> Steps[TaskRef]:
-        """`create` as a durable operation (see `atomic.run_async`)."""
+        """`create` as a durable operation (see `steps.run_async`)."""
         existing = self._where(task.id)
         if existing is not None:
             raise UserError(
