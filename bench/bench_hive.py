@@ -37,7 +37,7 @@ from hivemind.fs.steps import run_async
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice, new_message_id
 from hivemind.hive.models import Message, Task
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.watcher import HiveWatcher
 
 Row = tuple[str, str, str, str]

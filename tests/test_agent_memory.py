@@ -12,7 +12,7 @@ from hivemind.agent.services import HiveServices
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.anthropic import AnthropicProvider
 from hivemind.llm.base import ToolCall
 from hivemind.llm.offline import OfflineProvider

@@ -19,7 +19,8 @@ from hivemind.agent.services import HISTORY_KEPT, HiveServices
 from hivemind.clock import utcnow
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.tasks import TaskBoard, TaskRef
+from hivemind.hive.tasks.board import TaskBoard
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.llm.base import ToolCall
 from hivemind.memory.blocks import BlockType, ContextBlock, FileBlock, HistoryBlock
 from hivemind.memory.earlier import EARLIER_ID, FIRST_KEPT, LINES_KEPT, fold

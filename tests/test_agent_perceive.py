@@ -14,7 +14,8 @@ from hivemind.agent.perceive import READ_MAIL_TTL, _stat_key, perceive
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, MailItem, PostOffice
-from hivemind.hive.tasks import TaskBoard, TaskRef
+from hivemind.hive.tasks.board import TaskBoard
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.memory.blocks import BlockType, KnowledgeBlock, MessageBlock, Priority, TaskBlock
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.settings import AgentConfig

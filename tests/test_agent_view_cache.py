@@ -23,7 +23,8 @@ from hivemind.agent.services import HiveServices
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.tasks import TaskBoard, TaskRef
+from hivemind.hive.tasks.board import TaskBoard
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.llm.offline import OfflineProvider
 from hivemind.memory.blocks import BlockType, ContextBlock, FileBlock, HistoryBlock, Priority
 from hivemind.memory.builder import BuiltContext, ContextBuilder

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from hivemind.cli.app import app
 from hivemind.hive.layout import Hive
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from tests.helpers import run_until_idle, write_agent, write_task
 
 

@@ -13,8 +13,8 @@ from hivemind.daemon.dispatch import MAX_ACTIVE_PER_AGENT, Dispatcher
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import TaskState
 from hivemind.hive.quarantine import rejected
-from hivemind.hive.routing import Router
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
+from hivemind.hive.tasks.routing import Router
 from hivemind.llm.base import ModelRequest, ModelResponse
 from hivemind.llm.offline import OfflineProvider
 from hivemind.settings import AgentConfig
@@ -185,7 +185,7 @@ def test_load_follows_this_boards_moves_and_rereads_the_disk_later(
     assert board.load() == {"ann": 2}
     (hive.active_dir_for("ann") / "a.md").rename(hive.tasks_dir / "a.md")  # by hand
     assert board.load() == {"ann": 2}  # trusted for LOAD_TTL seconds
-    monkeypatch.setattr("hivemind.hive.taskindex.LOAD_TTL", 0.0)
+    monkeypatch.setattr("hivemind.hive.tasks.index.LOAD_TTL", 0.0)
     assert board.load() == {"ann": 1}
 
 

@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 from hivemind.cli import hive_cmds
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.fs import inotify, settling
-from hivemind.hive import taskindex
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks import index as taskindex
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 from hivemind.settings import HiveConfig
 from tests.helpers import CountingProvider, until, write_agent, write_task

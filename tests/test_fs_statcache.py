@@ -15,7 +15,7 @@ from hivemind.fs.statcache import RACY_MARGIN, StatCache
 from hivemind.hive.document import read_text
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.taskindex import TaskIndex
+from hivemind.hive.tasks.index import TaskIndex
 
 
 class Parser:

@@ -18,11 +18,11 @@ from bench.crash_harness import run_crash
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.cycle import Agent
 from hivemind.agent.services import HiveServices
-from hivemind.hive import tasks as tasks_module
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
 from hivemind.hive.models import TaskState
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks import board as tasks_module
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.llm.offline import OfflineProvider
 from hivemind.tools import default_registry

@@ -20,7 +20,7 @@ import pytest
 from hivemind.agent.prompt import system_prompt
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.tools import default_registry
 from hivemind.tools.base import ToolContext

@@ -45,7 +45,7 @@ from hivemind.errors import ConfigError
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.rom import RomRegistry
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.settings import AgentSettings
 from tests.helpers import CountingProvider, fast_config, write_agent, write_task
 

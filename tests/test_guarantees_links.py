@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.memory.blocks import FileRef
 from hivemind.memory.loader import ContentLoader

@@ -176,7 +176,7 @@ def test_send_to_unknown_agent_lists_the_agents(cli: typer.Typer, hive_dir: Path
 
 def test_status_tables_and_json(cli: typer.Typer, hive_dir: Path) -> None:
     (hive_dir / "tasks" / "bad.md").write_text("---\npriority: urgent\n---\n")
-    from hivemind.hive.tasks import TaskBoard
+    from hivemind.hive.tasks.board import TaskBoard
 
     TaskBoard(Hive(hive_dir), settle_time=0).scan_pending()
     rom = hive_dir / "agents" / "broken" / "ROM.md"

@@ -22,7 +22,7 @@ from hivemind.fs.filenames import safe
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.quarantine import quarantine, rejected
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from tests.helpers import run_until_idle, write_agent, write_task
 
 NOT_UTF8 = b"caf\xe9"  # Latin-1 for `café`: not a UTF-8 sequence

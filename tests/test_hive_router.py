@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from hivemind.hive.models import Task
-from hivemind.hive.routing import Router, candidates, skill_score, words
+from hivemind.hive.tasks.routing import Router, candidates, skill_score, words
 from hivemind.settings import AgentConfig
 
 SKILLS = ["python", "tests", "docs", "rust", "Data Science", " sql ", "", "ops", "c++"]

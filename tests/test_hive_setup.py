@@ -17,7 +17,7 @@ from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.models import TaskState
 from hivemind.hive.scaffold import EXAMPLE_AGENT, init_hive, render_hive_toml, scaffold
 from hivemind.hive.status import hive_status
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.settings import AgentSettings, HiveConfig
 
 

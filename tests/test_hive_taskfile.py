@@ -9,7 +9,7 @@ import pytest
 
 from hivemind.hive.frontmatter import task_from_text
 from hivemind.hive.models import TaskState
-from hivemind.hive.taskfile import ended_text
+from hivemind.hive.tasks.file import ended_text
 
 WHEN = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 FIELDS = ("status", "agent", "finished_at")

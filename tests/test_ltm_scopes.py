@@ -21,7 +21,7 @@ from hivemind.cli.app import app
 from hivemind.errors import MemoryFullError
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.ltm.records import MemoryRecord
 from hivemind.ltm.schema import SCHEMA_VERSION, migrate

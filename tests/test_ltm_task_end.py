@@ -24,8 +24,8 @@ from hivemind.errors import StoreError
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.models import Task, TaskState
-from hivemind.hive.taskref import TaskRef
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.ltm import sqlite as sqlite_module
 from hivemind.ltm.learning import trace_key
 from hivemind.ltm.records import MemoryRecord, MemoryStatus, TaskEndReport, Tier

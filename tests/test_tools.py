@@ -9,7 +9,7 @@ import pytest
 
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.memory.blocks import BlockType
 from hivemind.memory.manager import WorkingMemoryManager

@@ -10,7 +10,7 @@ from typing import Any
 
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.settings import AgentConfig

@@ -19,7 +19,7 @@ from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox, MailItem
 from hivemind.hive.models import TaskState
-from hivemind.hive.tasks import TaskRef
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.llm.base import ModelResponse, ToolResult
 from hivemind.memory.blocks import ContextBlock, Priority
 from hivemind.memory.manager import WorkingMemoryManager

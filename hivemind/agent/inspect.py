@@ -15,9 +15,9 @@ from hivemind.agent.prompt import team_text
 from hivemind.agent.services import HiveServices
 from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.hive.layout import Hive
-from hivemind.hive.listing import read_each
 from hivemind.hive.models import Task, TaskState
-from hivemind.hive.taskref import TaskRef
+from hivemind.hive.tasks.listing import read_each
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.llm.offline import OfflineProvider
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.ltm.store import LongTermMemory

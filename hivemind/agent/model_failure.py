@@ -16,7 +16,8 @@ from collections.abc import Mapping
 
 from hivemind.agent.report import CycleReport, FailureKind
 from hivemind.errors import ModelAccessError, ModelError, ModelRequestError, UserError
-from hivemind.hive.tasks import TaskBoard, TaskRef
+from hivemind.hive.tasks.board import TaskBoard
+from hivemind.hive.tasks.ref import TaskRef
 
 logger = logging.getLogger(__name__)
 

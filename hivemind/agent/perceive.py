@@ -20,7 +20,8 @@ from hivemind.fs.globs import glob_match, glob_root
 from hivemind.hive.knowledge import KnowledgeIndex, Note, note_block
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
 from hivemind.hive.mailbox import Mailbox, MailItem
-from hivemind.hive.tasks import TaskBoard, TaskRef
+from hivemind.hive.tasks.board import TaskBoard
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.memory.blocks import (
     BlockType,
     FileBlock,

@@ -16,7 +16,7 @@ from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.rom import RomRegistry
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.base import Provider
 from hivemind.memory.builder import ContextBuilder
 from hivemind.memory.compressor import MemoryCompressor

@@ -32,12 +32,12 @@ from hivemind.hive import frontmatter
 from hivemind.hive.document import Document, parse
 from hivemind.hive.frontmatter import task_from_document
 from hivemind.hive.layout import HUMAN
-from hivemind.hive.listing import STATES, list_tasks
 from hivemind.hive.mailbox import BROADCAST, PostOffice
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.scaffold import EXAMPLE_AGENT, scaffold
 from hivemind.hive.status import HiveStatus, hive_status
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
+from hivemind.hive.tasks.listing import STATES, list_tasks
 from hivemind.hive.trust import ignored_line
 from hivemind.problems import first_problem
 

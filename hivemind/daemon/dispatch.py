@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from hivemind.hive.routing import Router, least_loaded
-from hivemind.hive.tasks import TaskBoard, TaskRef
+from hivemind.hive.tasks.board import TaskBoard
+from hivemind.hive.tasks.ref import TaskRef
+from hivemind.hive.tasks.routing import Router, least_loaded
 from hivemind.settings import AgentConfig
 
 MAX_ACTIVE_PER_AGENT = 4

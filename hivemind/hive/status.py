@@ -20,7 +20,7 @@ from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.models import TaskState
 from hivemind.hive.quarantine import rejected
 from hivemind.hive.rom import RomRegistry
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.trust import ProviderTrust
 from hivemind.settings import AgentConfig, AgentSettings
 

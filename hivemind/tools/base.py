@@ -27,7 +27,8 @@ from hivemind.settings import AgentConfig
 
 if TYPE_CHECKING:
     from hivemind.hive.mailbox import PostOffice
-    from hivemind.hive.tasks import TaskBoard, TaskRef
+    from hivemind.hive.tasks.board import TaskBoard
+    from hivemind.hive.tasks.ref import TaskRef
     from hivemind.ltm.store import LongTermMemory
     from hivemind.tools.limits import Conversations
 

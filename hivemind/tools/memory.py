@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
-from hivemind.hive.taskref import TaskRef
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.ltm.records import MAX_CONTENT_CHARS, recall_audit
 from hivemind.memory.blocks import BlockType, HistoryBlock
 from hivemind.tools.base import Footprint, Tool, ToolContext

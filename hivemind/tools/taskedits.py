@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from hivemind.errors import ToolError
 from hivemind.fs.settling import fallback_for, until_whole
-from hivemind.hive.tasks import TaskRef
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.tools.base import ToolContext
 
 WRITER_LIMIT = 60.0

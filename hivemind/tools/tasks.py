@@ -17,7 +17,7 @@ from hivemind.errors import ToolError
 from hivemind.fs.steps import run_async
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.models import Task, TaskPriority, check_file_id
-from hivemind.hive.tasks import TaskRef
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.tools.base import Footprint, Tool, ToolContext
 from hivemind.tools.limits import child_lineage, delegation_refusal
 from hivemind.tools.memory import end_task_memory

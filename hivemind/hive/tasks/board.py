@@ -31,11 +31,9 @@ from hivemind.hive.frontmatter import (
 )
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task, TaskState, check_file_id
-from hivemind.hive.taskfile import ended_text
-from hivemind.hive.taskindex import TaskIndex
-from hivemind.hive.taskref import TaskRef, append_section, as_utc, md_files, slugify
-
-__all__ = ["TaskBoard", "TaskIndex", "TaskRef", "slugify"]
+from hivemind.hive.tasks.file import ended_text
+from hivemind.hive.tasks.index import TaskIndex
+from hivemind.hive.tasks.ref import TaskRef, append_section, as_utc, md_files, slugify
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task
 from hivemind.hive.quarantine import read_reason
-from hivemind.hive.taskref import md_files
+from hivemind.hive.tasks.ref import md_files
 
 STATES = ("pending", "active", "done", "failed", "rejected")
 """The folders a task can be in, in the order it moves through them."""
