@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from hivemind.cli.hive_status import hive_status
 from hivemind.errors import ConfigError
 from hivemind.hive.layout import Hive
 from hivemind.hive.rom import RomRegistry
-from hivemind.hive.status import hive_status
 from hivemind.settings import AgentSettings
 from tests.helpers import write_agent, write_task
 

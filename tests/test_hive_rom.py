@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from hivemind.agent.prompt import FixedTokens
+from hivemind.cli.hive_status import hive_status
 from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.hive import rom as rom_module
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
 from hivemind.hive.rom import RomRegistry
-from hivemind.hive.status import hive_status
 from hivemind.memory.blocks import Priority
 from hivemind.memory.tokens import TokenCounter
 from hivemind.settings import AgentConfig, AgentSettings

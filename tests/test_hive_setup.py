@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hivemind.cli.hive_status import hive_status
 from hivemind.errors import ConfigError
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.frontmatter import read_rom
@@ -16,7 +17,6 @@ from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.models import TaskState
 from hivemind.hive.scaffold import EXAMPLE_AGENT, init_hive, render_hive_toml, scaffold
-from hivemind.hive.status import hive_status
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.settings import AgentSettings, HiveConfig
 

@@ -9,9 +9,9 @@ import os
 from typer.testing import CliRunner
 
 from hivemind.cli.app import app
+from hivemind.cli.hive_status import hive_status
 from hivemind.daemon.lock import HiveLock
 from hivemind.hive.layout import Hive
-from hivemind.hive.status import hive_status
 
 
 def test_status_says_running_with_a_stale_file_while_the_lock_is_held(hive: Hive) -> None:

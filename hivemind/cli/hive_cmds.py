@@ -27,6 +27,8 @@ from hivemind.cli.common import (
     resolve_hive,
     shown_path,
 )
+from hivemind.cli.hive_status import HiveStatus, hive_status
+from hivemind.cli.task_list import STATES, list_tasks
 from hivemind.errors import FileFormatError, UserError
 from hivemind.hive import frontmatter
 from hivemind.hive.document import Document, parse
@@ -35,9 +37,7 @@ from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import BROADCAST, PostOffice
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.scaffold import EXAMPLE_AGENT, scaffold
-from hivemind.hive.status import HiveStatus, hive_status
 from hivemind.hive.tasks.board import TaskBoard
-from hivemind.hive.tasks.listing import STATES, list_tasks
 from hivemind.hive.trust import ignored_line
 from hivemind.problems import first_problem
 

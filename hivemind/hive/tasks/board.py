@@ -33,7 +33,8 @@ from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task, TaskState, check_file_id
 from hivemind.hive.tasks.file import ended_text
 from hivemind.hive.tasks.index import TaskIndex
-from hivemind.hive.tasks.ref import TaskRef, append_section, as_utc, md_files, slugify
+from hivemind.hive.tasks.listing import md_files
+from hivemind.hive.tasks.ref import TaskRef, append_section, as_utc, slugify
 
 logger = logging.getLogger(__name__)
 

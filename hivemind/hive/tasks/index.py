@@ -26,7 +26,8 @@ from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.links import FOLDER_LINK_REASON, task_file_problem
 from hivemind.hive.models import Task, TaskState
 from hivemind.hive.quarantine import REASON_SUFFIX, quarantine
-from hivemind.hive.tasks.ref import TaskRef, md_count, md_entries, md_files
+from hivemind.hive.tasks.listing import md_count, md_entries, md_files
+from hivemind.hive.tasks.ref import TaskRef
 from hivemind.hive.tasks.routing import route_task
 from hivemind.settings import AgentConfig
 

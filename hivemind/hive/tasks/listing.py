@@ -1,70 +1,70 @@
-"""The tasks on the board, listed for people (`hivemind task list`): read only.
+"""A task folder's files, listed without moving any: names, stats, or read tasks.
 
-Listing never moves a file: an unreadable one in tasks/ is shown with its problem
-(the daemon rejects it), and a rejected one with its reason file's text.
+The board rejects an unreadable file; a listing only says what keeps it from
+being read (`hivemind task list`, `hivemind inspect` show it).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from hivemind.errors import FileFormatError
-from hivemind.fs.filenames import is_utf8, not_utf8_reason, shown
+from hivemind.fs.filenames import is_utf8, not_utf8_reason
 from hivemind.hive.frontmatter import read_task
-from hivemind.hive.layout import Hive
+from hivemind.hive.layout import is_temp_name
 from hivemind.hive.models import Task
-from hivemind.hive.quarantine import read_reason
-from hivemind.hive.tasks.ref import md_files
-
-STATES = ("pending", "active", "done", "failed", "rejected")
-"""The folders a task can be in, in the order it moves through them."""
 
 
-class ListedTask(BaseModel):
-    """One task file as `hivemind task list` shows it."""
-
-    state: str
-    id: str
-    title: str = ""
-    priority: str = ""
-    assignee: str | None = None
-    agent: str | None = None  # who holds it (active) or finished it (done, failed)
-    path: str
-    changed_at: datetime
-    problem: str | None = None  # unreadable (pending) or why it was rejected
-
-
-def list_tasks(hive: Hive, states: Iterable[str] = STATES) -> list[ListedTask]:
-    """The task files in the folders of `states`, each folder's newest first."""
-    out: list[ListedTask] = []
-    wanted = set(states)
-    for state in STATES:
-        if state in wanted:
-            out.extend(sorted(_listed(hive, state), key=lambda t: t.changed_at, reverse=True))
-    return out
+def md_entries(folder: Path) -> list[os.DirEntry[str]]:
+    """Non-temp `*.md` entries of a folder that are not folders (no stat call needed)."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [
+        e for e in entries
+        if e.name.endswith(".md") and not is_temp_name(e.name)
+        and not e.is_dir(follow_symlinks=False)
+    ]
 
 
-def _folders(hive: Hive, state: str) -> Iterator[tuple[Path, str | None]]:
-    """The folders of `state`, each with the agent it belongs to (active/<agent>/)."""
-    if state == "pending":
-        yield hive.tasks_dir, None
-    elif state == "active":
+def md_count(folder: Path) -> int:
+    """How many non-temp `*.md` names a folder holds: names only, for counts a status
+    shows (a folder named `x.md` is counted; no file kind is looked up)."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    return sum(1 for name in names if name.endswith(".md") and not is_temp_name(name))
+
+
+def md_files(
+    folder: Path, paths: dict[str, Path] | None = None
+) -> Iterator[tuple[Path, os.stat_result]]:
+    """Non-temp `*.md` entries of a folder with their lstat (symlinks not followed).
+
+    `paths`: Path objects kept by file name across calls, for a caller that lists the
+    same folder every cycle (parsing the string and hashing the parts again cost more
+    than the stat)."""
+    for entry in md_entries(folder):
         try:
-            names = sorted(e.name for e in os.scandir(hive.active_dir)
-                           if e.is_dir(follow_symlinks=False))
+            st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
-            names = []
-        for name in names:
-            yield hive.active_dir_for(name), name
-    else:
-        yield {"done": hive.done_dir, "failed": hive.failed_dir,
-               "rejected": hive.rejected_dir}[state], None  # fmt: skip
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if paths is None:
+            yield Path(entry.path), st
+            continue
+        path = paths.get(entry.path)
+        if path is None:
+            if len(paths) > 4096:
+                paths.clear()
+            path = paths[entry.path] = Path(entry.path)
+        yield path, st
 
 
 def read_each(folder: Path) -> Iterator[tuple[Path, os.stat_result, Task | str]]:
@@ -86,35 +86,3 @@ def read_each(folder: Path) -> Iterator[tuple[Path, os.stat_result, Task | str]]
             yield path, st, exc.reason
         except OSError as exc:
             yield path, st, str(exc.strerror)
-
-
-def _listed(hive: Hive, state: str) -> Iterator[ListedTask]:
-    for folder, holder in _folders(hive, state):
-        if state == "rejected":
-            for path, st in md_files(folder):
-                yield ListedTask(state=state, id=shown(path.stem), path=_shown_path(hive, path),
-                                 changed_at=datetime.fromtimestamp(st.st_mtime, UTC),
-                                 problem=_reason(path))  # fmt: skip
-            continue
-        for path, st, task in read_each(folder):
-            when = datetime.fromtimestamp(st.st_mtime, UTC)
-            where = _shown_path(hive, path)
-            if isinstance(task, str):
-                yield ListedTask(state=state, id=shown(path.stem), agent=holder, path=where,
-                                 changed_at=when, problem=task)  # fmt: skip
-                continue
-            agent = holder or (task.agent if state in ("done", "failed") else None)
-            yield ListedTask(
-                state=state, id=task.id, title=task.title, priority=task.priority.value,
-                assignee=task.assignee, agent=agent, path=where, changed_at=when,
-            )  # fmt: skip
-
-
-def _shown_path(hive: Hive, path: Path) -> str:
-    """`path` relative to the hive, for people: a name that is not UTF-8 as `caf\\xe9.md`."""
-    return shown(hive.relative(path))
-
-
-def _reason(path: Path) -> str | None:
-    return shown(" ".join(read_reason(path).split())) or None
-

@@ -1,17 +1,13 @@
-"""A task and where it is on the board; helpers for task files."""
+"""A task and where it is on the board; its id from a title, its body's sections."""
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hivemind.hive.layout import is_temp_name
 from hivemind.hive.models import Task, TaskPriority, TaskState
 
 _RANK = {p: i for i, p in enumerate(TaskPriority)}  # critical first
@@ -38,55 +34,6 @@ class TaskRef:
         when = as_utc(created).timestamp() if created is not None else self.mtime
         rank = _RANK[self.task.priority] - (len(_RANK) if self.task.lineage else 0)
         return rank, when, self.path.name
-
-
-def md_entries(folder: Path) -> list[os.DirEntry[str]]:
-    """Non-temp `*.md` entries of a folder that are not folders (no stat call needed)."""
-    try:
-        entries = list(os.scandir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return [
-        e for e in entries
-        if e.name.endswith(".md") and not is_temp_name(e.name)
-        and not e.is_dir(follow_symlinks=False)
-    ]
-
-
-def md_count(folder: Path) -> int:
-    """How many non-temp `*.md` names a folder holds: names only, for counts a status
-    shows (a folder named `x.md` is counted; no file kind is looked up)."""
-    try:
-        names = os.listdir(folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return 0
-    return sum(1 for name in names if name.endswith(".md") and not is_temp_name(name))
-
-
-def md_files(
-    folder: Path, paths: dict[str, Path] | None = None
-) -> Iterator[tuple[Path, os.stat_result]]:
-    """Non-temp `*.md` entries of a folder with their lstat (symlinks not followed).
-
-    `paths`: Path objects kept by file name across calls, for a caller that lists the
-    same folder every cycle (parsing the string and hashing the parts again cost more
-    than the stat)."""
-    for entry in md_entries(folder):
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            continue
-        if paths is None:
-            yield Path(entry.path), st
-            continue
-        path = paths.get(entry.path)
-        if path is None:
-            if len(paths) > 4096:
-                paths.clear()
-            path = paths[entry.path] = Path(entry.path)
-        yield path, st
 
 
 def _slug_char(c: str) -> str:
