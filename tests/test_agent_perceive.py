@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hivemind.agent import perceive as perceive_module
-from hivemind.agent.perceive import READ_MAIL_TTL, _stat_key, perceive
+from hivemind.agent.perceive import READ_MAIL_TTL, _stat_key, note_block, perceive
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, MailItem, PostOffice
@@ -314,3 +314,21 @@ def test_read_mail_past_its_hour_is_not_brought_back(
     p.run()
 
     assert p.working.by_type(BlockType.MESSAGE) == []
+
+
+def test_knowledge_blocks_carry_topic_location_and_priority(hive: Hive) -> None:
+    (hive.knowledge_dir / "style.md").write_text(
+        "---\ntags: [x]\n---\n# House style\n\nBe brief.\n"
+    )
+    (hive.knowledge_dir / "python").mkdir()
+    (hive.knowledge_dir / "python" / "typing.md").write_text("No heading here.\n")
+    (hive.knowledge_dir / ".draft.md").write_text("# Hidden\n")
+    index = KnowledgeIndex(hive)
+    index.refresh()
+    blocks = {b.location: b for b in map(note_block, index.selected())}
+    assert set(blocks) == {"knowledge/python/typing.md", "knowledge/style.md"}
+    assert blocks["knowledge/style.md"].topic == "House style"
+    assert blocks["knowledge/python/typing.md"].topic == "typing"
+    assert all(b.priority is Priority.MEDIUM for b in blocks.values())
+    assert [n.location for n in index.selected(["python/**"])] == ["knowledge/python/typing.md"]
+    assert [n.location for n in index.selected(["knowledge/*.md"])] == ["knowledge/style.md"]

@@ -15,7 +15,6 @@ from hivemind.hive import rom as rom_module
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
 from hivemind.hive.rom import RomRegistry
-from hivemind.memory.blocks import Priority
 from hivemind.memory.tokens import TokenCounter
 from hivemind.settings import AgentConfig, AgentSettings
 from hivemind.tools import default_registry
@@ -198,24 +197,6 @@ def test_globs_that_match_files_and_room_for_a_context_warn_of_nothing(hive: Hiv
     assert roms.warnings("ann") == []
 
 
-def test_knowledge_blocks_carry_topic_location_and_priority(hive: Hive) -> None:
-    (hive.knowledge_dir / "style.md").write_text(
-        "---\ntags: [x]\n---\n# House style\n\nBe brief.\n"
-    )
-    (hive.knowledge_dir / "python").mkdir()
-    (hive.knowledge_dir / "python" / "typing.md").write_text("No heading here.\n")
-    (hive.knowledge_dir / ".draft.md").write_text("# Hidden\n")
-    index = KnowledgeIndex(hive)
-    index.refresh()
-    blocks = {b.location: b for b in index.blocks()}
-    assert set(blocks) == {"knowledge/python/typing.md", "knowledge/style.md"}
-    assert blocks["knowledge/style.md"].topic == "House style"
-    assert blocks["knowledge/python/typing.md"].topic == "typing"
-    assert all(b.priority is Priority.MEDIUM for b in blocks.values())
-    assert [b.location for b in index.blocks(["python/**"])] == ["knowledge/python/typing.md"]
-    assert [b.location for b in index.blocks(["knowledge/*.md"])] == ["knowledge/style.md"]
-
-
 @pytest.mark.parametrize(
     ("text", "topic"),
     [("# Near the top\n" + "x" * 30_000, "Near the top"),
@@ -233,7 +214,7 @@ def test_a_notes_topic_is_its_first_heading_near_the_top(
     (hive.knowledge_dir / "late.md").write_text(text)
     index = KnowledgeIndex(hive)
     index.refresh()
-    assert [b.topic for b in index.blocks()] == [topic]
+    assert [n.topic for n in index.selected()] == [topic]
 
 
 def _bytes_read() -> int:
@@ -248,7 +229,7 @@ def test_listing_notes_reads_only_their_heads(hive: Hive) -> None:
     before = _bytes_read()
     index.refresh()
     read = _bytes_read() - before
-    assert len(index.blocks()) == 100
+    assert len(index.selected()) == 100
     assert read <= 100 * 4096 + 64 * 1024  # a head a note, and a little for the rest
 
 
@@ -263,10 +244,10 @@ def test_refresh_rereads_only_changed_notes(hive: Hive) -> None:
     note.write_text("# Other\n")  # same size; mtime put back: only a re-read could tell
     os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert index.refresh() is False
-    assert [b.topic for b in index.blocks()] == ["First"]
+    assert [n.topic for n in index.selected()] == ["First"]
     os.utime(note)
     assert index.refresh() is True
-    assert [b.topic for b in index.blocks()] == ["Other"]
+    assert [n.topic for n in index.selected()] == ["Other"]
 
 
 def test_what_every_request_carries_stays_under_the_bound_the_warning_relies_on() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from hivemind.agent.prompt import TEAM
 from hivemind.fs.globs import glob_match, glob_root
-from hivemind.hive.knowledge import KnowledgeIndex, Note, note_block
+from hivemind.hive.knowledge import KnowledgeIndex, Note
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
 from hivemind.hive.mailbox import Mailbox, MailItem
 from hivemind.hive.tasks.board import TaskBoard
@@ -306,6 +306,17 @@ def _readable_file(path: str) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and os.access(path, os.R_OK)
+
+
+def note_block(note: Note) -> KnowledgeBlock:
+    """The KNOWLEDGE block (MEDIUM) of a note."""
+    return KnowledgeBlock(
+        topic=note.topic,
+        location=note.location,
+        priority=Priority.MEDIUM,
+        timestamp=datetime.fromtimestamp(note.mtime, UTC),
+        metadata={"bytes": note.size},
+    )
 
 
 def _sync_knowledge(working: WorkingMemoryManager, notes: list[Note]) -> None:

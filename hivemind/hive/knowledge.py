@@ -1,7 +1,8 @@
-"""The shared knowledge base (knowledge/**/*.md) as KNOWLEDGE block references.
+"""The shared knowledge base (knowledge/**/*.md) as notes: location, topic, size.
 
 Only a note's topic (its first `# heading`) is read here, and only when the
-file changed; its text is loaded later, if the selector keeps the block.
+file changed; its text is read later by whoever needs it (perceive makes each
+note a KNOWLEDGE block, loaded only if the selector keeps it).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from hivemind.fs.filenames import NOT_UTF8, is_utf8, shown
@@ -19,7 +19,6 @@ from hivemind.fs.globs import glob_match
 from hivemind.fs.statcache import StatMemo
 from hivemind.fs.treewalk import MAX_DEPTH
 from hivemind.hive.layout import Hive, is_temp_name
-from hivemind.memory.blocks import KnowledgeBlock, Priority
 
 logger = logging.getLogger(__name__)
 
@@ -68,17 +67,6 @@ def _topic(path: Path) -> str:
             head = head[end.end() :] + f.read(max(0, _HEAD_BYTES - (len(head) - end.end())))
     match = _HEADING.search(head.decode("utf-8", errors="replace"))
     return match.group(1).strip() if match else path.stem
-
-
-def note_block(note: Note) -> KnowledgeBlock:
-    """The KNOWLEDGE block (MEDIUM) of a note."""
-    return KnowledgeBlock(
-        topic=note.topic,
-        location=note.location,
-        priority=Priority.MEDIUM,
-        timestamp=datetime.fromtimestamp(note.mtime, UTC),
-        metadata={"bytes": note.size},
-    )
 
 
 class KnowledgeIndex:
@@ -169,8 +157,9 @@ class KnowledgeIndex:
         return [self._notes[k] for k in sorted(self._notes)]
 
     def selected(self, globs: list[str] | None = None) -> list[Note]:
-        """The notes matching `globs` (under knowledge/; every note if None), by location.
-        The same list while the notes are unchanged: do not modify it."""
+        """The notes matching `globs` (under knowledge/; every note if None), by location,
+        as of the last `refresh()`. The same list while the notes are unchanged: do not
+        modify it."""
         key = None if globs is None else tuple(globs)
         hit = self._selected.get(key)
         if hit is not None and hit[0] == self.version:
@@ -185,10 +174,3 @@ class KnowledgeIndex:
             self._selected.clear()
         self._selected[key] = (self.version, found)
         return found
-
-    def blocks(self, globs: list[str] | None = None) -> list[KnowledgeBlock]:
-        """KNOWLEDGE blocks (MEDIUM) of the notes matching `globs` (under knowledge/;
-        every note if None). Call `refresh()` first to see changes on disk."""
-        if not self._notes:
-            self.refresh()
-        return [note_block(note) for note in self.selected(globs)]
