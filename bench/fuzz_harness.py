@@ -59,7 +59,7 @@ from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.quarantine import REASON_SUFFIX
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.tasks.board import TaskBoard
-from hivemind.hive.tasks.index import EMPTY_GRACE
+from hivemind.hive.tasks.pending import EMPTY_GRACE
 from hivemind.llm.offline import OfflineProvider
 from hivemind.settings import AgentSettings
 

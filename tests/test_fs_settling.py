@@ -20,7 +20,7 @@ from hivemind.fs import inotify, settling
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.tasks import index as taskindex
+from hivemind.hive.tasks import pending as taskpending
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.watcher import HiveEvent, HiveEventKind, HiveWatcher
 from hivemind.settings import HiveConfig
@@ -88,7 +88,7 @@ def test_where_no_one_can_tell_a_fresh_file_waits_the_fallback_time(
     """Another system (no leases), or a file of another user: stillness decides, for
     longer than the settle time; a file the watcher saw closed is read at once."""
     monkeypatch.setattr(settling, "writer_open", lambda path: None)
-    monkeypatch.setattr(taskindex, "writer_open", lambda path: None, raising=False)
+    monkeypatch.setattr(taskpending, "writer_open", lambda path: None, raising=False)
     board = TaskBoard(hive, settle_time=0.05)
     fresh = write_task(hive, "fresh")
     backdate(fresh, 0.5)  # past the settle time, not the fallback time

@@ -135,11 +135,11 @@ def test_a_burst_of_new_tasks_is_seen_again_without_a_new_parse(tmp_path: Path) 
     hive = Hive(tmp_path / "hive").ensure()
     for i in range(5):
         (hive.tasks_dir / f"t{i}.md").write_text(f"# Task {i}\n\nDo thing {i}.\n")
-    index = TaskIndex(hive, settle_time=0.0)
-    first = {r.id: r.task for r in index.scan_pending()}
-    assert index.unsettled == 5  # all read within the margin: looked at again
+    pending = TaskIndex(hive, settle_time=0.0).pending
+    first = {r.id: r.task for r in pending.scan()}
+    assert pending.unsettled == 5  # all read within the margin: looked at again
     write_same_stat(hive.tasks_dir / "t3.md", "# Task 3\n\nDo thing X.\n")
-    again = {r.id: r.task for r in index.scan_pending([])}
+    again = {r.id: r.task for r in pending.scan([])}
     assert sorted(again) == sorted(first)
     assert all(again[t] is first[t] for t in first if t != "t3")
     assert again["t3"] is not first["t3"]

@@ -21,7 +21,7 @@ from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
 from hivemind.hive.models import TaskState
-from hivemind.hive.tasks import board as tasks_module
+from hivemind.hive.tasks import ending
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.base import ToolCall
 from hivemind.llm.offline import OfflineProvider
@@ -125,7 +125,7 @@ async def test_a_crash_before_the_claimed_copy_is_removed_is_finished_at_restart
     hive: Hive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     claimed(hive, "t1")
-    monkeypatch.setattr(tasks_module, "_remove", crash_once(tasks_module._remove))
+    monkeypatch.setattr(ending, "_remove", crash_once(ending._remove))
 
     with pytest.raises(Crash):
         await complete(hive)
@@ -203,7 +203,7 @@ async def test_a_finished_task_whose_copy_cannot_be_removed_is_listed_nowhere(
     assert isinstance(board, TaskBoard)
 
     # Removal refused (say, a folder made read-only under the daemon).
-    monkeypatch.setattr(tasks_module, "_remove", lambda path: False)
+    monkeypatch.setattr(ending, "_remove", lambda path: False)
     result = await default_registry().execute(
         ctx, ToolCall(id="c1", name="complete_task", input={"task_id": "t1", "result": "ok"})
     )

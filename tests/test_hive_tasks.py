@@ -16,7 +16,7 @@ from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task, TaskPriority, TaskState
 from hivemind.hive.quarantine import rejected
 from hivemind.hive.tasks.board import TaskBoard
-from hivemind.hive.tasks.index import EMPTY_GRACE
+from hivemind.hive.tasks.pending import EMPTY_GRACE
 from hivemind.hive.tasks.ref import TaskRef
 from hivemind.settings import AgentConfig
 

@@ -1,21 +1,22 @@
-"""A task folder's files, listed without moving any: names, stats, or read tasks.
+"""The board's folders listed without moving a file: names, stats, or read tasks.
 
 The board rejects an unreadable file; a listing only says what keeps it from
-being read (`hivemind task list`, `hivemind inspect` show it).
+being read (`hivemind task list`, `hivemind inspect` show it). Names only where
+that is enough: a stat per file would make a scan cost O(finished tasks).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hivemind.errors import FileFormatError
 from hivemind.fs.filenames import is_utf8, not_utf8_reason
 from hivemind.hive.frontmatter import read_task
-from hivemind.hive.layout import is_temp_name
-from hivemind.hive.models import Task
+from hivemind.hive.layout import Hive, is_temp_name
+from hivemind.hive.models import Task, TaskState
 
 
 def md_entries(folder: Path) -> list[os.DirEntry[str]]:
@@ -86,3 +87,58 @@ def read_each(folder: Path) -> Iterator[tuple[Path, os.stat_result, Task | str]]
             yield path, st, exc.reason
         except OSError as exc:
             yield path, st, str(exc.strerror)
+
+
+def active_agents(hive: Hive) -> list[str]:
+    """Names of the folders in tasks/active/."""
+    try:
+        return sorted(
+            e.name
+            for e in os.scandir(hive.active_dir)
+            if e.is_dir(follow_symlinks=False) and not is_temp_name(e.name)
+        )
+    except FileNotFoundError:
+        return []
+
+
+def done_ids(hive: Hive) -> set[str]:
+    """Ids of the tasks in done/."""
+    return {entry.name[:-3] for entry in md_entries(hive.done_dir)}
+
+
+def canonical(hive: Hive, task_id: str) -> Iterator[tuple[Path, TaskState, str | None]]:
+    """Where the board itself would have put this id (`<id>.md` in each folder)."""
+    name = f"{task_id}.md"
+    yield hive.tasks_dir / name, TaskState.PENDING, None
+    for agent in active_agents(hive):
+        yield hive.active_dir_for(agent) / name, TaskState.ACTIVE, agent
+    yield hive.done_dir / name, TaskState.DONE, None
+    yield hive.failed_dir / name, TaskState.FAILED, None
+
+
+def placed(hive: Hive, ids: set[str]) -> dict[str, Path]:
+    """Where each of `ids` already is outside the drop zone (as `<id>.md`): a few
+    lookups for a few ids, one listing of the board for many."""
+    agents = active_agents(hive)
+    if len(ids) * (len(agents) + 2) <= 256:
+        found: dict[str, Path] = {}
+        for task_id in ids:
+            for path, state, _ in canonical(hive, task_id):
+                if state is not TaskState.PENDING and os.path.lexists(path):
+                    found[task_id] = path
+                    break
+        return found
+    return {
+        name[:-3]: Path(folder, name)
+        for folder, name in _placed_names(hive, agents)
+        if name[:-3] in ids
+    }
+
+
+def _placed_names(hive: Hive, agents: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """(folder, file name) of every task file outside the drop zone."""
+    folders = [hive.active_dir_for(a) for a in agents]
+    folders += [hive.done_dir, hive.failed_dir]
+    for folder in folders:
+        for entry in md_entries(folder):
+            yield str(folder), entry.name
