@@ -1,8 +1,10 @@
 """Symbolic memory blocks: references to content, never the content of files itself.
 
-A block that points at a file (ROM, FILE, TASK, MESSAGE, KNOWLEDGE) carries a
-`FileRef`; its text is read by the ContentLoader only if the selector keeps it.
-STATUS, HISTORY and CONTEXT blocks are small and carry their text inline.
+A block that points at a file (ROM, FILE, TASK, MESSAGE, KNOWLEDGE) names it in
+`span()`; its text is read by the ContentLoader only if the selector keeps it.
+STATUS, HISTORY and CONTEXT blocks are small and carry their text inline. Each
+block type says what the selector and the builder need to know of it: where its
+text lives, its place in the context, its envelope, whether it may be compressed.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import math
 from datetime import datetime
 from enum import IntEnum, StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -45,21 +47,8 @@ class BlockType(StrEnum):
     CONTEXT = "context"
 
 
-# Stable blocks first, volatile last, so the stable prefix can be cached. Among the
-# volatile ones, history (oldest first, a cycle only appends to it) comes before the
-# blocks that change wholesale each cycle (summaries, tasks, mail, status): the
-# previous request then survives up to its last history entry, for the prompt cache.
-STABLE_TYPES: tuple[BlockType, ...] = (BlockType.ROM, BlockType.KNOWLEDGE, BlockType.FILE)
-CONTEXT_ORDER: tuple[BlockType, ...] = (
-    BlockType.ROM,
-    BlockType.KNOWLEDGE,
-    BlockType.FILE,
-    BlockType.HISTORY,
-    BlockType.CONTEXT,
-    BlockType.TASK,
-    BlockType.MESSAGE,
-    BlockType.STATUS,
-)
+# (path, start_line, end_line): a FileRef's fields, without building one (hot path).
+Span = tuple[str, int | None, int | None]
 
 
 class FileRef(BaseModel):
@@ -103,9 +92,20 @@ def _set_default_id(block: BaseModel, value: str) -> None:
 
 
 class MemoryBlockBase(BaseModel):
-    """Fields every block has (DESIGN §4)."""
+    """Fields every block has (DESIGN §4), and what each type says of itself."""
 
     model_config = ConfigDict(validate_assignment=True)
+
+    # Place in the context. Stable blocks first (ROM 0, knowledge 1, files 2), volatile
+    # last, so the stable prefix can be cached. Among the volatile ones, history (3,
+    # oldest first, a cycle only appends to it) comes before the blocks that change
+    # wholesale each cycle (summaries 4, tasks 5, mail 6, status 7): the previous
+    # request then survives up to its last history entry, for the prompt cache.
+    rank: ClassVar[int] = 8
+    stable: ClassVar[bool] = False  # in the cached prefix (the lowest ranks only)
+    compressible: ClassVar[bool] = True  # False: sent whole or not at all
+    # Its inline text is made of str fields only: the same fields, the same text.
+    text_of_fields: ClassVar[bool] = False
 
     id: str = ""
     priority: Priority = Priority.MEDIUM
@@ -114,9 +114,16 @@ class MemoryBlockBase(BaseModel):
     expiry: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    def span(self) -> Span | None:
+        """(path, start_line, end_line) of the file this block's text is loaded from;
+        None if it carries its text inline."""
+        return None
+
     def source(self) -> FileRef | None:
         """The file this block's text is loaded from, if any."""
-        return None
+        span = self.span()
+        return None if span is None else FileRef(path=span[0], start_line=span[1],
+                                                   end_line=span[2])
 
     def inline_content(self) -> str:
         """The text of a block that carries it inline ('' for file-backed blocks)."""
@@ -130,6 +137,10 @@ class MemoryBlockBase(BaseModel):
         """Type-specific metadata for the JSON context."""
         return {}
 
+    def envelope_extra(self) -> int:
+        """Estimated tokens that `type_metadata` adds to the block's JSON envelope."""
+        return 0
+
     def is_expired(self, now: datetime | None = None) -> bool:
         return self.expiry is not None and (now or utcnow()) >= self.expiry
 
@@ -142,17 +153,24 @@ class RomBlock(MemoryBlockBase):
     location: str
     priority: Priority = Priority.CRITICAL
 
+    rank: ClassVar[int] = 0
+    stable: ClassVar[bool] = True
+    compressible: ClassVar[bool] = False  # the agent's identity
+
     @model_validator(mode="after")
     def _default_id(self) -> RomBlock:
         if not self.id:
             _set_default_id(self, f"rom:{self.agent}")
         return self
 
-    def source(self) -> FileRef:
-        return FileRef(path=self.location)
+    def span(self) -> Span:
+        return (self.location, None, None)
 
     def type_metadata(self) -> dict[str, Any]:
         return {"source": self.location, "agent": self.agent}
+
+    def envelope_extra(self) -> int:
+        return 8
 
 
 class FileBlock(MemoryBlockBase):
@@ -168,15 +186,19 @@ class FileBlock(MemoryBlockBase):
     digest: str | None = None
     gone: bool = False
 
+    rank: ClassVar[int] = 2
+    stable: ClassVar[bool] = True
+
     @model_validator(mode="after")
     def _default_id(self) -> FileBlock:
-        ref = self.source()  # validates the range
+        # FileRef validates the range.
+        ref = FileRef(path=self.location, start_line=self.start_line, end_line=self.end_line)
         if not self.id:
             _set_default_id(self, ref.label)
         return self
 
-    def source(self) -> FileRef:
-        return FileRef(path=self.location, start_line=self.start_line, end_line=self.end_line)
+    def span(self) -> Span:
+        return (self.location, self.start_line, self.end_line)
 
     def keywords_text(self) -> str:
         return self.location
@@ -187,6 +209,9 @@ class FileBlock(MemoryBlockBase):
             meta["lines"] = f"{self.start_line}-{self.end_line}"
         return meta
 
+    def envelope_extra(self) -> int:
+        return 2 if self.start_line is None else 10
+
 
 class StatusBlock(MemoryBlockBase):
     """Hive figures (mail waiting, tasks per state, budget left); inline JSON."""
@@ -195,6 +220,8 @@ class StatusBlock(MemoryBlockBase):
     status_type: str
     value: Any = None
     priority: Priority = Priority.HIGH
+
+    rank: ClassVar[int] = 7
 
     @model_validator(mode="after")
     def _default_id(self) -> StatusBlock:
@@ -224,14 +251,17 @@ class TaskBlock(MemoryBlockBase):
     status: str = "pending"
     priority: Priority = Priority.HIGH
 
+    rank: ClassVar[int] = 5
+    text_of_fields: ClassVar[bool] = True
+
     @model_validator(mode="after")
     def _default_id(self) -> TaskBlock:
         if not self.id:
             _set_default_id(self, f"task:{self.task_id}")
         return self
 
-    def source(self) -> FileRef | None:
-        return FileRef(path=self.location) if self.location else None
+    def span(self) -> Span | None:
+        return (self.location, None, None) if self.location else None
 
     def inline_content(self) -> str:
         return self.description
@@ -251,6 +281,10 @@ class TaskBlock(MemoryBlockBase):
             meta["depends_on"] = list(self.dependencies)
         return meta
 
+    def envelope_extra(self) -> int:
+        return (20 + (len(self.title) + len(self.project or "")) // 3
+                + 4 * len(self.dependencies))
+
 
 class MessageBlock(MemoryBlockBase):
     """A message in a mailbox; unread mail is HIGH, read mail MEDIUM with expiry.
@@ -268,14 +302,17 @@ class MessageBlock(MemoryBlockBase):
     body: str | None = None
     priority: Priority = Priority.HIGH
 
+    rank: ClassVar[int] = 6
+    text_of_fields: ClassVar[bool] = True
+
     @model_validator(mode="after")
     def _default_id(self) -> MessageBlock:
         if not self.id:
             _set_default_id(self, f"msg:{self.full_path.rsplit('/', 1)[-1]}")
         return self
 
-    def source(self) -> FileRef | None:
-        return FileRef(path=self.full_path) if self.body is None else None
+    def span(self) -> Span | None:
+        return (self.full_path, None, None) if self.body is None else None
 
     def inline_content(self) -> str:
         return self.body or ""
@@ -292,6 +329,9 @@ class MessageBlock(MemoryBlockBase):
             "source": self.full_path,
         }
 
+    def envelope_extra(self) -> int:
+        return 30 + (len(self.subject) + len(self.from_agent) + len(self.to_agent)) // 3
+
 
 class KnowledgeBlock(MemoryBlockBase):
     """A note of the shared knowledge base."""
@@ -302,14 +342,17 @@ class KnowledgeBlock(MemoryBlockBase):
     location: str
     relevance: float = Field(default=0.5, ge=0.0, le=1.0)
 
+    rank: ClassVar[int] = 1
+    stable: ClassVar[bool] = True
+
     @model_validator(mode="after")
     def _default_id(self) -> KnowledgeBlock:
         if not self.id:
             _set_default_id(self, self.location)
         return self
 
-    def source(self) -> FileRef:
-        return FileRef(path=self.location)
+    def span(self) -> Span:
+        return (self.location, None, None)
 
     def keywords_text(self) -> str:
         return f"{self.topic} {self.subtopic or ''} {self.location}"
@@ -320,6 +363,9 @@ class KnowledgeBlock(MemoryBlockBase):
             meta["subtopic"] = self.subtopic
         return meta
 
+    def envelope_extra(self) -> int:
+        return 4 + len(self.topic) // 3
+
 
 class HistoryBlock(MemoryBlockBase):
     """Something the agent did and what came of it; inline."""
@@ -328,6 +374,9 @@ class HistoryBlock(MemoryBlockBase):
     action: str
     detail: str = ""
     result: str | None = None
+
+    rank: ClassVar[int] = 3
+    text_of_fields: ClassVar[bool] = True
 
     @model_validator(mode="after")
     def _default_id(self) -> HistoryBlock:
@@ -355,6 +404,9 @@ class ContextBlock(MemoryBlockBase):
     summary: str
     related_ids: list[str] = Field(default_factory=list)
 
+    rank: ClassVar[int] = 4
+    text_of_fields: ClassVar[bool] = True
+
     @model_validator(mode="after")
     def _default_id(self) -> ContextBlock:
         if not self.id:
@@ -372,6 +424,9 @@ class ContextBlock(MemoryBlockBase):
         if self.related_ids:
             meta["related_ids"] = list(self.related_ids)
         return meta
+
+    def envelope_extra(self) -> int:
+        return 8 + 4 * len(self.related_ids)
 
 
 MemoryBlock = Annotated[

@@ -20,31 +20,14 @@ from operator import attrgetter
 from typing import Any
 
 from hivemind.errors import CriticalOverBudgetError
-from hivemind.memory.blocks import (
-    CONTEXT_ORDER,
-    STABLE_TYPES,
-    AnyBlock,
-    BlockType,
-    ContextBlock,
-    FileRef,
-    HistoryBlock,
-    MessageBlock,
-    Priority,
-    TaskBlock,
-    same_but_timestamp,
-)
+from hivemind.memory.blocks import AnyBlock, BlockType, FileRef, Priority, same_but_timestamp
 from hivemind.memory.compressor import MemoryCompressor
 from hivemind.memory.loader import ContentLoader, LoadedContent
-from hivemind.memory.selector import Dropped, Selection, block_cap, block_location
+from hivemind.memory.selector import Dropped, Selection, block_cap
 from hivemind.memory.tokens import TokenCounter
 
-_ORDER = {t: i for i, t in enumerate(CONTEXT_ORDER)}
 _TYPE_NAMES = {t: t.value for t in BlockType}  # an enum's .value is a property call
 _PRIORITY_NAMES = {p: p.name.lower() for p in Priority}
-# Inline blocks whose text is made of str fields only: the same field dict, the same
-# text (a STATUS block's value may be a dict changed in place: its text is compared).
-_TEXT_OF_STR_FIELDS = frozenset({HistoryBlock, ContextBlock, TaskBlock, MessageBlock})
-_STABLE_RANKS = frozenset(_ORDER[t] for t in STABLE_TYPES)  # ranks of the stable types
 _ESCAPED_CACHE_BYTES = 64 * 1024 * 1024
 
 
@@ -199,7 +182,7 @@ class ContextBuilder:
         tokens = list(map(_tokens_of, parts))
         return BuiltContext(
             entries=list(map(_entry_of, parts)),
-            stable_count=sum(1 for rank, _ in orders if rank in _STABLE_RANKS),
+            stable_count=sum(1 for p in parts if p.block.stable),
             tokens=sum(tokens) + 2,  # the array's brackets
             dropped=late,
             notes={p.order[1]: p.note for p in parts if p.note is not None},
@@ -212,7 +195,7 @@ class ContextBuilder:
         misses: list[tuple[str, FileRef]] = []
         loader = self.loader
         for b in blocks:
-            loc = block_location(b)
+            loc = b.span()
             if loc is None:
                 continue
             # Warm files answer from the cache after one stat, small ones are read right
@@ -238,8 +221,10 @@ class ContextBuilder:
         if part is not None:
             if loaded is not None and part.source is loaded:
                 return part
-            if loaded is None and type(block) in _TEXT_OF_STR_FIELDS:
-                return part  # its text is made of str fields: unchanged with the fields
+            # Its text is made of str fields: unchanged with the fields (a STATUS block's
+            # value may be a dict changed in place: its text is compared).
+            if loaded is None and block.text_of_fields:
+                return part
         source: LoadedContent | str = block.inline_content() if loaded is None else loaded
         if part is not None and loaded is None and part.source == source:
             return part
@@ -315,7 +300,7 @@ class ContextBuilder:
             note=note,
             entry={"id": block.id, "content": text, **tail},
             encoded=head + escaped + "," + tail_json[1:],
-            order=(_ORDER.get(block.type, len(_ORDER)), block.id),
+            order=(block.rank, block.id),
             dict=block.__dict__,
             stamp=stamp,
             cap=cap,

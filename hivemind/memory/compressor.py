@@ -13,15 +13,8 @@ import ast
 import re
 from collections.abc import Sequence
 
-from hivemind.memory.blocks import (
-    AnyBlock,
-    ContextBlock,
-    HistoryBlock,
-    MessageBlock,
-    RomBlock,
-    TaskBlock,
-)
-from hivemind.memory.selector import DEFAULT_MAX_BLOCK_TOKENS, block_location
+from hivemind.memory.blocks import AnyBlock, ContextBlock, HistoryBlock, MessageBlock, TaskBlock
+from hivemind.memory.selector import DEFAULT_MAX_BLOCK_TOKENS
 from hivemind.memory.tokens import TokenCounter
 
 _PYTHON = (".py", ".pyi", ".pyw")
@@ -169,8 +162,8 @@ class MemoryCompressor:
         self.counter = counter or TokenCounter()
 
     def applies_to(self, block: AnyBlock) -> bool:
-        """ROM is the agent's identity: it is sent whole or not at all."""
-        return not isinstance(block, RomBlock)
+        """False for a block sent whole or not at all (ROM: the agent's identity)."""
+        return block.compressible
 
     def compress(
         self, block: AnyBlock, text: str, *, tokens: int | None = None, cap: int | None = None
@@ -183,7 +176,7 @@ class MemoryCompressor:
         before = tokens if tokens is not None else self.counter.count_json(text)
         if before <= limit:
             return None
-        loc = block_location(block)
+        loc = block.span()
         name = loc[0] if loc else block.id
         kind, body = self._shrink(block, name, text)
         body, cut = self._fit(body, limit - _LABEL_TOKENS)

@@ -25,20 +25,7 @@ from operator import add, attrgetter, eq, is_, le, mul, neg
 from typing import Any, cast
 
 from hivemind.errors import CriticalOverBudgetError
-from hivemind.memory.blocks import (
-    AnyBlock,
-    BlockType,
-    ContextBlock,
-    FileBlock,
-    HistoryBlock,
-    KnowledgeBlock,
-    MessageBlock,
-    Priority,
-    RomBlock,
-    StatusBlock,
-    TaskBlock,
-    same_but_timestamp,
-)
+from hivemind.memory.blocks import AnyBlock, BlockType, Priority, Span, same_but_timestamp
 from hivemind.memory.loader import ContentLoader, StatKey
 from hivemind.memory.relevance import RelevanceScorer, epoch_seconds, file_of
 from hivemind.memory.tokens import TokenCounter
@@ -63,19 +50,9 @@ def block_cap(budget: int, most: int | None = DEFAULT_MAX_BLOCK_TOKENS) -> int |
     return min(most, max(MIN_BLOCK_TOKENS, budget // BLOCK_SHARE))
 
 # The JSON around a block's content ({"id":…,"confidence":…,"priority":…,"metadata":{…}})
-# measured 46-50 tokens plus ~1 per 4 characters of id and source path; the
-# per-type extras cover the metadata each type adds (agent, lines, sender, title...).
+# measured 46-50 tokens plus ~1 per 4 characters of id and source path; each block
+# type adds its own metadata (`envelope_extra`).
 ENVELOPE_TOKENS = 48
-_TYPE_EXTRA: dict[type, int] = {
-    RomBlock: 8,
-    FileBlock: 2,
-    KnowledgeBlock: 4,
-    TaskBlock: 20,
-    MessageBlock: 30,
-    ContextBlock: 8,
-}
-
-Location = tuple[str, int | None, int | None]
 
 # `json.dumps(metadata, default=str)`, without a new encoder per call.
 _METADATA_JSON = json.JSONEncoder(default=str).encode
@@ -116,27 +93,6 @@ class Selection:
         return out
 
 
-def block_location(block: AnyBlock) -> Location | None:
-    """(path, start, end) of a file-backed block without building a FileRef (hot path)."""
-    if type(block) in _INLINE_TYPES:  # most blocks are history: answer them first
-        return None
-    if isinstance(block, FileBlock):
-        return (block.location, block.start_line, block.end_line)
-    if isinstance(block, RomBlock | KnowledgeBlock):
-        return (block.location, None, None)
-    if isinstance(block, MessageBlock):
-        return (block.full_path, None, None) if block.body is None else None
-    if isinstance(block, TaskBlock):
-        return (block.location, None, None) if block.location else None
-    if isinstance(block, StatusBlock | HistoryBlock | ContextBlock):
-        return None
-    ref = block.source()  # a block type added later
-    return None if ref is None else (ref.path, ref.start_line, ref.end_line)
-
-
-_INLINE_TYPES = frozenset({StatusBlock, HistoryBlock, ContextBlock})
-
-
 class _Facts:
     """What the selector knows of one version of a block, computed once.
 
@@ -152,7 +108,7 @@ class _Facts:
     )
 
     def __init__(
-        self, block: AnyBlock, loc: Location | None, base: int, scorer: RelevanceScorer
+        self, block: AnyBlock, loc: Span | None, base: int, scorer: RelevanceScorer
     ) -> None:
         self.block = block
         self.dict = block.__dict__
@@ -161,7 +117,7 @@ class _Facts:
         self.path = None if loc is None else loc[0]
         # One string per (file, range, capped?): str hashes are cached, tuples' are not.
         self.key = None if loc is None else (
-            f"{'R' if isinstance(block, RomBlock) else 'B'}{loc[1]}:{loc[2]}:{loc[0]}"
+            f"{'B' if block.compressible else 'R'}{loc[1]}:{loc[2]}:{loc[0]}"
         )
         self.base = base  # envelope, plus the content for inline blocks
         self.tier = _TIER_INDEX[block.priority]
@@ -276,7 +232,7 @@ class MemorySelector:
     def estimate(self, block: AnyBlock, stats: dict[str, StatKey | None] | None = None) -> int:
         """Estimated tokens of `block` in the context, envelope included; reads nothing.
         A block over the cap counts as compressed (the cap of the last selection's budget)."""
-        loc = block_location(block)
+        loc = block.span()
         if loc is None:
             return self._inline_tokens(block) + _envelope(block, 0)
         n = self._capped(block, self.loader.estimate_location(*loc, stats))
@@ -284,7 +240,7 @@ class MemorySelector:
 
     def _capped(self, block: AnyBlock, n: int) -> int:
         cap = self._cap
-        if cap is not None and n > cap and not isinstance(block, RomBlock):
+        if cap is not None and n > cap and block.compressible:
             return cap
         return n
 
@@ -300,7 +256,7 @@ class MemorySelector:
         ):
             f = prev.restamped(block)
         else:
-            loc = block_location(block)
+            loc = block.span()
             scorer = self.scorer
             if loc is None:
                 f = _Facts(block, None, self._inline_tokens(block) + _envelope(block, 0), scorer)
@@ -525,17 +481,7 @@ def _tail(percent: int, budget: int, used: int) -> str:
 
 def _envelope(block: AnyBlock, path_chars: int) -> int:
     """Estimated tokens of the JSON around a block's content."""
-    n = ENVELOPE_TOKENS + (len(block.id) + path_chars) // 4 + _TYPE_EXTRA.get(type(block), 0)
-    if isinstance(block, FileBlock) and block.start_line is not None:
-        n += 8
-    elif isinstance(block, TaskBlock):
-        n += (len(block.title) + len(block.project or "")) // 3 + 4 * len(block.dependencies)
-    elif isinstance(block, MessageBlock):
-        n += (len(block.subject) + len(block.from_agent) + len(block.to_agent)) // 3
-    elif isinstance(block, KnowledgeBlock):
-        n += len(block.topic) // 3
-    elif isinstance(block, ContextBlock):
-        n += 4 * len(block.related_ids)
+    n = ENVELOPE_TOKENS + (len(block.id) + path_chars) // 4 + block.envelope_extra()
     if block.metadata:
         n += len(_METADATA_JSON(block.metadata)) // 3
     return n
