@@ -20,9 +20,10 @@ from operator import attrgetter
 from typing import Any
 
 from hivemind.errors import CriticalOverBudgetError
-from hivemind.memory.blocks import AnyBlock, BlockType, FileRef, Priority, same_but_timestamp
+from hivemind.memory.blocks import AnyBlock, BlockType, FileRef, Priority
 from hivemind.memory.compressor import MemoryCompressor
 from hivemind.memory.loader import ContentLoader, LoadedContent
+from hivemind.memory.restamp import same_but_timestamp
 from hivemind.memory.selector import Dropped, Selection, block_cap
 from hivemind.memory.tokens import TokenCounter
 

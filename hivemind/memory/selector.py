@@ -25,9 +25,10 @@ from operator import add, attrgetter, eq, is_, le, mul, neg
 from typing import Any, cast
 
 from hivemind.errors import CriticalOverBudgetError
-from hivemind.memory.blocks import AnyBlock, BlockType, Priority, Span, same_but_timestamp
+from hivemind.memory.blocks import AnyBlock, BlockType, Priority, Span
 from hivemind.memory.loader import ContentLoader, StatKey
 from hivemind.memory.relevance import RelevanceScorer, epoch_seconds, file_of
+from hivemind.memory.restamp import same_but_timestamp
 from hivemind.memory.tokens import TokenCounter
 
 # Share of the budget each tier may fill, in percent (integer maths: exact boundaries).
