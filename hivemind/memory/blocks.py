@@ -428,21 +428,6 @@ class ContextBlock(MemoryBlockBase):
         return 8 + 4 * len(self.related_ids)
 
 
-MemoryBlock = Annotated[
-    RomBlock
-    | FileBlock
-    | StatusBlock
-    | TaskBlock
-    | MessageBlock
-    | KnowledgeBlock
-    | HistoryBlock
-    | ContextBlock,
-    Field(discriminator="type"),
-]
-"""Any block; `type` is the discriminator."""
-
-MEMORY_BLOCK_ADAPTER: TypeAdapter[MemoryBlock] = TypeAdapter(MemoryBlock)
-
 AnyBlock = (
     RomBlock
     | FileBlock
@@ -453,3 +438,8 @@ AnyBlock = (
     | HistoryBlock
     | ContextBlock
 )
+
+MemoryBlock = Annotated[AnyBlock, Field(discriminator="type")]
+"""Any block, as read from JSON; `type` is the discriminator."""
+
+MEMORY_BLOCK_ADAPTER: TypeAdapter[MemoryBlock] = TypeAdapter(MemoryBlock)
