@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hivemind.memory.blocks import AnyBlock, ContextBlock, KnowledgeBlock, Priority
+from hivemind.memory.budget import DEFAULT_MAX_BLOCK_TOKENS, ENVELOPE_TOKENS, block_cap
 from hivemind.memory.relevance import RelevanceScorer, keywords
-from hivemind.memory.selector import DEFAULT_MAX_BLOCK_TOKENS, ENVELOPE_TOKENS, block_cap
 
 KNOWLEDGE_SHARE = 4  # notes take at most 1/4 of the budget
 _CHARS_PER_TOKEN = 4  # a note's size in tokens, before it is read: its bytes / 4

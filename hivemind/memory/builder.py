@@ -21,10 +21,11 @@ from typing import Any
 
 from hivemind.errors import CriticalOverBudgetError
 from hivemind.memory.blocks import AnyBlock, BlockType, FileRef, Priority
+from hivemind.memory.budget import block_cap
 from hivemind.memory.compressor import MemoryCompressor
 from hivemind.memory.loader import ContentLoader, LoadedContent
 from hivemind.memory.restamp import same_but_timestamp
-from hivemind.memory.selector import Dropped, Selection, block_cap
+from hivemind.memory.selector import Dropped, Selection
 from hivemind.memory.tokens import TokenCounter
 
 _TYPE_NAMES = {t: t.value for t in BlockType}  # an enum's .value is a property call

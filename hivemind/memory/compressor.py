@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from hivemind.memory.blocks import AnyBlock, ContextBlock, HistoryBlock, MessageBlock, TaskBlock
-from hivemind.memory.selector import DEFAULT_MAX_BLOCK_TOKENS
+from hivemind.memory.budget import DEFAULT_MAX_BLOCK_TOKENS
 from hivemind.memory.tokens import TokenCounter
 
 _PYTHON = (".py", ".pyi", ".pyw")

@@ -13,7 +13,6 @@ keys); 10 000 blocks take a few milliseconds.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import deque
@@ -26,37 +25,16 @@ from typing import Any, cast
 
 from hivemind.errors import CriticalOverBudgetError
 from hivemind.memory.blocks import AnyBlock, BlockType, Priority, Span
+from hivemind.memory.budget import (
+    DEFAULT_MAX_BLOCK_TOKENS,
+    TIER_LIMITS,
+    block_cap,
+    envelope_tokens,
+)
 from hivemind.memory.loader import ContentLoader, StatKey
 from hivemind.memory.relevance import RelevanceScorer, epoch_seconds, file_of
 from hivemind.memory.restamp import same_but_timestamp
 from hivemind.memory.tokens import TokenCounter
-
-# Share of the budget each tier may fill, in percent (integer maths: exact boundaries).
-TIER_LIMITS: dict[Priority, int] = {Priority.HIGH: 80, Priority.MEDIUM: 90, Priority.LOW: 95}
-
-# A block above this many tokens is compressed by the builder (MemoryCompressor's
-# default), so the selector never counts it as costing more.
-DEFAULT_MAX_BLOCK_TOKENS = 8000
-# ...nor above this share of a small budget (a long task in an 8k context is shortened,
-# not dropped), nor under this floor.
-BLOCK_SHARE = 4  # a quarter
-MIN_BLOCK_TOKENS = 200
-
-
-def block_cap(budget: int, most: int | None = DEFAULT_MAX_BLOCK_TOKENS) -> int | None:
-    """The most tokens one non-ROM block costs in a context of `budget`: a quarter of
-    it, at most `most` (None: no compressor, no cap)."""
-    if most is None:
-        return None
-    return min(most, max(MIN_BLOCK_TOKENS, budget // BLOCK_SHARE))
-
-# The JSON around a block's content ({"id":…,"confidence":…,"priority":…,"metadata":{…}})
-# measured 46-50 tokens plus ~1 per 4 characters of id and source path; each block
-# type adds its own metadata (`envelope_extra`).
-ENVELOPE_TOKENS = 48
-
-# `json.dumps(metadata, default=str)`, without a new encoder per call.
-_METADATA_JSON = json.JSONEncoder(default=str).encode
 
 
 @dataclass(slots=True)
@@ -235,9 +213,9 @@ class MemorySelector:
         A block over the cap counts as compressed (the cap of the last selection's budget)."""
         loc = block.span()
         if loc is None:
-            return self._inline_tokens(block) + _envelope(block, 0)
+            return self._inline_tokens(block) + envelope_tokens(block, None)
         n = self._capped(block, self.loader.estimate_location(*loc, stats))
-        return n + _envelope(block, len(loc[0]))
+        return n + envelope_tokens(block, loc[0])
 
     def _capped(self, block: AnyBlock, n: int) -> int:
         cap = self._cap
@@ -260,9 +238,10 @@ class MemorySelector:
             loc = block.span()
             scorer = self.scorer
             if loc is None:
-                f = _Facts(block, None, self._inline_tokens(block) + _envelope(block, 0), scorer)
+                base = self._inline_tokens(block) + envelope_tokens(block, None)
+                f = _Facts(block, None, base, scorer)
             else:
-                f = _Facts(block, loc, _envelope(block, len(loc[0])), scorer)
+                f = _Facts(block, loc, envelope_tokens(block, loc[0]), scorer)
         self._latest[block.id] = f
         return f
 
@@ -479,10 +458,3 @@ def _drop(f: _Facts, n: int, head: str, tail: str) -> Dropped:
 def _tail(percent: int, budget: int, used: int) -> str:
     return f" tokens would pass {percent} % of {budget} ({used} already used)"
 
-
-def _envelope(block: AnyBlock, path_chars: int) -> int:
-    """Estimated tokens of the JSON around a block's content."""
-    n = ENVELOPE_TOKENS + (len(block.id) + path_chars) // 4 + block.envelope_extra()
-    if block.metadata:
-        n += len(_METADATA_JSON(block.metadata)) // 3
-    return n
