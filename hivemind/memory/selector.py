@@ -1,36 +1,32 @@
 """The MemorySelector: which blocks fit the token budget, and why the others do not.
 
-CRITICAL blocks are always kept; HIGH, MEDIUM and LOW follow while the running
-total stays under 80 %, 90 % and 95 % of the budget, each tier by relevance,
-then newest first. Nothing is read here: file-backed blocks are estimated by
-the loader from its cache or the file's size.
+The policy: CRITICAL blocks are always kept (more than the budget is an error);
+then HIGH, MEDIUM and LOW, each tier by relevance, then newest first, while the
+running total stays under 80 %, 90 % and 95 % of the budget (`budget.TIER_LIMITS`).
+An expired block is dropped as such. Nothing is read here: a block costs what
+`estimates.TokenEstimates` says, from the loader's cache or the file's size.
 
 Speed: a think-cycle selects over the same blocks again and again, so what
-depends only on the blocks (facts, estimates, tiers, drop records) is kept
-between calls and each call is a handful of passes in C (map, sorts on float
-keys); 10 000 blocks take a few milliseconds.
+depends only on the blocks (facts, tiers, drop records) is kept between calls
+(`_Facts`, `_Layout`, at the end of this module) and each call is a handful of
+passes in C (map, sorts on float keys); 10 000 blocks take a few milliseconds.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import compress, count, repeat
-from operator import add, attrgetter, eq, is_, le, mul, neg
+from operator import attrgetter, eq, is_, le, mul, neg
 from typing import Any, cast
 
 from hivemind.errors import CriticalOverBudgetError
-from hivemind.memory.blocks import AnyBlock, BlockType, Priority, Span
-from hivemind.memory.budget import (
-    DEFAULT_MAX_BLOCK_TOKENS,
-    TIER_LIMITS,
-    block_cap,
-    envelope_tokens,
-)
+from hivemind.memory.blocks import AnyBlock, BlockType, Priority
+from hivemind.memory.budget import DEFAULT_MAX_BLOCK_TOKENS, TIER_LIMITS, block_cap
+from hivemind.memory.estimates import Batch, Cost, TokenEstimates
 from hivemind.memory.loader import ContentLoader, StatKey
 from hivemind.memory.relevance import RelevanceScorer, epoch_seconds, file_of
 from hivemind.memory.restamp import same_but_timestamp
@@ -72,105 +68,6 @@ class Selection:
         return out
 
 
-class _Facts:
-    """What the selector knows of one version of a block, computed once.
-
-    Pydantic replaces a block's `__dict__` on every assignment (validate_assignment),
-    so holding the old dict is an exact and cheap "unchanged?" test. Mutating a
-    dict-valued field in place (`metadata[...] = ...`) is not seen; it only moves
-    the estimate of the JSON envelope.
-    """
-
-    __slots__ = (
-        "base", "block", "conf", "dict", "drop", "drop_tail", "expiry", "file", "id", "key",
-        "loc", "path", "tier", "ts", "words",
-    )
-
-    def __init__(
-        self, block: AnyBlock, loc: Span | None, base: int, scorer: RelevanceScorer
-    ) -> None:
-        self.block = block
-        self.dict = block.__dict__
-        self.id = block.id
-        self.loc = loc
-        self.path = None if loc is None else loc[0]
-        # One string per (file, range, capped?): str hashes are cached, tuples' are not.
-        self.key = None if loc is None else (
-            f"{'B' if block.compressible else 'R'}{loc[1]}:{loc[2]}:{loc[0]}"
-        )
-        self.base = base  # envelope, plus the content for inline blocks
-        self.tier = _TIER_INDEX[block.priority]
-        self.ts = epoch_seconds(block.timestamp)
-        self.expiry = math.inf if block.expiry is None else epoch_seconds(block.expiry)
-        self.conf = block.confidence
-        self.drop: Dropped | None = None  # the last record of dropping this block
-        self.drop_tail = ""
-        self.words = scorer.words(block)  # what relevance needs, whatever the task
-        self.file = file_of(block)
-
-    def restamped(self, block: AnyBlock) -> _Facts:
-        """These facts for `block`, whose fields are these but for its timestamp: only
-        the recency changes (the estimate, tier and relevance weight do not)."""
-        f = _Facts.__new__(_Facts)
-        f.block, f.dict, f.id = block, block.__dict__, self.id
-        f.loc, f.path, f.key, f.base, f.tier = self.loc, self.path, self.key, self.base, self.tier
-        f.ts = epoch_seconds(block.timestamp)
-        f.expiry, f.conf = self.expiry, self.conf
-        f.drop, f.drop_tail = None, ""
-        f.words, f.file = self.words, self.file
-        return f
-
-
-# Tier 0 is CRITICAL; 1..3 are TIER_LIMITS in order.
-_TIER_INDEX = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.MEDIUM: 2, Priority.LOW: 3}
-_f_id, _f_key, _f_base = (attrgetter(a) for a in ("id", "key", "base"))
-_f_expiry, _f_ts, _f_tier, _f_path = (attrgetter(a) for a in ("expiry", "ts", "tier", "path"))
-_f_words, _f_file, _f_conf = (attrgetter(a) for a in ("words", "file", "conf"))
-
-
-class _Layout:
-    """What depends only on one list of block versions; reused while the list is the same."""
-
-    __slots__ = ("blocks", "by_ts", "dicts", "facts", "ids", "keys", "live", "min_expiry", "ns",
-                 "ns_version", "outcome", "paths", "ranked", "ranked_at", "segments", "stat_at",
-                 "timestamps", "tokens", "weights")
-
-    def __init__(self, blocks: list[AnyBlock], facts: list[_Facts], live: list[_Facts]) -> None:
-        self.blocks = blocks
-        self.dicts = [f.dict for f in facts]
-        self.facts = facts  # every block, expired included
-        self.live = live
-        self.timestamps: list[float] = list(map(_f_ts, live))
-        # (scorer generation, scale, weight × scale, weight); weight = confidence × boost
-        self.weights: tuple[int, float, list[float], list[float]] = (-1, 0.0, [], [])
-        self.min_expiry = min(map(_f_expiry, facts), default=math.inf)
-        self.ids: list[str] = list(map(_f_id, live))
-        self.keys: list[str | None] = list(map(_f_key, live))
-        self.paths: set[str] = {p for p in map(_f_path, live) if p is not None}
-        self.ns: list[int] = []
-        self.ns_version = -1
-        self.stat_at = (-math.inf, -1)  # (monotonic time, loader generation) of the last stat
-        self.tokens: dict[str, int] = {}
-        neg_ts = [-t for t in map(_f_ts, live)]
-        tier_of = list(map(_f_tier, live))
-        # Per tier: indices by (-timestamp, input order); CRITICAL stays in input order.
-        self.by_ts: list[list[int]] = []
-        for t in range(4):
-            members = list(compress(count(), map(eq, tier_of, repeat(t))))
-            if t:
-                members.sort(key=neg_ts.__getitem__)
-            self.by_ts.append(members)
-        self.ranked: list[list[int]] = list(self.by_ts)  # the last ranking, per tier
-        self.ranked_at = (-1, math.inf)  # (scorer generation, time) of that ranking
-        # ((budget, ns_version), kept after CRITICAL, tier drops, total) of the last fill
-        self.outcome: tuple[tuple[int, int], list[AnyBlock], list[Dropped], int] = (
-            (-1, -1), [], [], 0
-        )
-        # (tier, reason tail) -> [indices as ranked, the same as a set, records in input
-        # order] of a run of drops between two keeps
-        self.segments: dict[tuple[int, str], list[Any]] = {}
-
-
 class MemorySelector:
     """Chooses the blocks that fit a budget, by priority tier and relevance."""
 
@@ -187,65 +84,19 @@ class MemorySelector:
         self.counter = counter
         self.scorer = scorer or RelevanceScorer()
         # The builder compresses any non-ROM block above this, so it never costs more;
-        # None when the builder has no compressor. `_cap` is the cap for the budget of
-        # the last selection (`block_cap`): the estimates below are counted under it.
+        # None when the builder has no compressor. The estimates count blocks under the
+        # cap for the budget of the last selection (`block_cap`).
         self.max_block_tokens = max_block_tokens
-        self._cap = max_block_tokens
-        # Estimates trust a file's stat for this long (seconds). Loading always stats and
-        # the builder enforces the budget with real counts, so a file edited within the
-        # window costs at worst one cycle with a stale estimate. 0 = stat every time.
+        self.estimates = TokenEstimates(loader, counter, max_block_tokens)
+        # Estimates trust a file's stat for this long (seconds); 0 = stat every time.
         self.stat_ttl = stat_ttl
         self._facts: dict[int, _Facts] = {}
         # The facts last learned per block id: a block made again with only a new time
         # (perception stamps its blocks) takes them over.
         self._latest: dict[str, _Facts] = {}
         self._last: _Layout | None = None
-        # Per file: (version, {key: estimate}); _known merges them all (one dict lookup
-        # per block). Both outlive the block lists, so agents sharing a selector share them.
-        self._files: dict[str, tuple[tuple[Any, ...], dict[str, int]]] = {}
-        self._known: dict[str | None, int] = {None: 0}
-        self._known_version = 0  # bumped whenever _known changes
-        self._sizes: deque[tuple[int, int]] = deque(maxlen=32)  # recent (blocks, files)
+        self._counts: deque[int] = deque(maxlen=32)  # blocks in recent layouts
 
-    # -- estimates -----------------------------------------------------------
-    def estimate(self, block: AnyBlock, stats: dict[str, StatKey | None] | None = None) -> int:
-        """Estimated tokens of `block` in the context, envelope included; reads nothing.
-        A block over the cap counts as compressed (the cap of the last selection's budget)."""
-        loc = block.span()
-        if loc is None:
-            return self._inline_tokens(block) + envelope_tokens(block, None)
-        n = self._capped(block, self.loader.estimate_location(*loc, stats))
-        return n + envelope_tokens(block, loc[0])
-
-    def _capped(self, block: AnyBlock, n: int) -> int:
-        cap = self._cap
-        if cap is not None and n > cap and block.compressible:
-            return cap
-        return n
-
-    def _inline_tokens(self, block: AnyBlock) -> int:
-        return self._capped(block, self.counter.count_json(block.inline_content()))
-
-    def _learn(self, block: AnyBlock) -> _Facts:
-        prev = self._latest.get(block.id)
-        if (
-            prev is not None
-            and type(prev.block) is type(block)
-            and same_but_timestamp(prev.dict, block.__dict__)
-        ):
-            f = prev.restamped(block)
-        else:
-            loc = block.span()
-            scorer = self.scorer
-            if loc is None:
-                base = self._inline_tokens(block) + envelope_tokens(block, None)
-                f = _Facts(block, None, base, scorer)
-            else:
-                f = _Facts(block, loc, envelope_tokens(block, loc[0]), scorer)
-        self._latest[block.id] = f
-        return f
-
-    # -- selection -----------------------------------------------------------
     def select(
         self, blocks: Iterable[AnyBlock], budget: int, now: datetime | None = None
     ) -> Selection:
@@ -253,37 +104,28 @@ class MemorySelector:
         if budget <= 0:
             raise ValueError(f"budget must be positive, got {budget}")
         blocks = blocks if isinstance(blocks, list) else list(blocks)
-        cap = block_cap(budget, self.max_block_tokens)
-        if cap != self._cap:  # a new budget (a ROM edit): estimates made under the old
-            self._cap = cap  # cap are wrong, learn them again
-            self._forget()
+        # A new budget (a ROM edit) may change the cap: costs learnt under the old are wrong.
+        if self.estimates.set_cap(block_cap(budget, self.max_block_tokens)):
+            self._facts, self._latest, self._last = {}, {}, None
         now_s = epoch_seconds(now or self.scorer.now())
         sel = Selection(kept=[], dropped=[], tokens={}, scores={}, budget=budget, used=0)
-        lay = self._layout(blocks, now_s, sel)
-        ns = self._estimates(lay)
+        lay = self._layout(blocks, now_s, sel)  # the expired are dropped here
+        ns = self._sizes(lay)
         expired, sel.tokens = sel.tokens, lay.tokens.copy()  # a copy is a memcpy, not 10k inserts
         sel.tokens.update(expired)
         scores = self._scores(lay, now_s)
         sel.scores.update(zip(lay.ids, scores, strict=True))
+        # CRITICAL: all of it, whatever its relevance.
         critical = lay.by_ts[0]
         used = sum(map(ns.__getitem__, critical))
         if used > budget:
             raise CriticalOverBudgetError({lay.ids[i]: ns[i] for i in critical}, budget)
         sel.kept.extend(lay.live[i].block for i in critical)
-        neg_scores = list(map(neg, scores))
-        # by_ts is (-timestamp, input order); a stable sort on the score (a float key:
-        # Timsort's fast path) makes it (-score, -timestamp, input order). Re-sorting the
-        # last ranking gives the same order in linear time, unless the weights changed
-        # or the clock went back: then scores may tie that did not before.
-        fresh = lay.ranked_at[0] != self.scorer.generation or lay.ranked_at[1] > now_s
-        lay.ranked_at = (self.scorer.generation, now_s)
-        ranking = [
-            sorted(lay.by_ts[t] if fresh else lay.ranked[t], key=neg_scores.__getitem__)
-            for t in range(4)
-        ]
-        # Same order, same sizes, same budget: the greedy fill would decide the same.
-        outcome = (budget, lay.ns_version)
+        # Each other tier in rank order, while the total stays under the tier's share.
+        ranking, fresh = self._rank(lay, scores, now_s)
+        outcome = (budget, lay.batch.version)
         if not fresh and lay.outcome[0] == outcome and ranking == lay.ranked:
+            # Same order, same sizes, same budget: the greedy fill would decide the same.
             sel.kept[len(critical):] = lay.outcome[1]
             sel.dropped.extend(lay.outcome[2])
             sel.used = lay.outcome[3]
@@ -297,10 +139,36 @@ class MemorySelector:
         lay.outcome = (outcome, sel.kept[first_kept:], sel.dropped[first_dropped:], used)
         return sel
 
-    def _forget(self) -> None:
-        self._facts, self._latest, self._last = {}, {}, None
-        self._files, self._known = {}, {None: 0}
-        self._known_version += 1
+    def estimate(self, block: AnyBlock, stats: dict[str, StatKey | None] | None = None) -> int:
+        """Estimated tokens of `block` in the context, envelope included; reads nothing.
+        A block over the cap counts as compressed (the cap of the last selection's budget)."""
+        return self.estimates.estimate(block, stats)
+
+    def _rank(
+        self, lay: _Layout, scores: list[float], now_s: float
+    ) -> tuple[list[list[int]], bool]:
+        """Each tier's live blocks by (-score, -timestamp, input order); True if ranked
+        afresh rather than from the last ranking."""
+        neg_scores = list(map(neg, scores))
+        # by_ts is (-timestamp, input order); a stable sort on the score (a float key:
+        # Timsort's fast path) makes it (-score, -timestamp, input order). Re-sorting the
+        # last ranking gives the same order in linear time, unless the weights changed
+        # or the clock went back: then scores may tie that did not before.
+        fresh = lay.ranked_at[0] != self.scorer.generation or lay.ranked_at[1] > now_s
+        lay.ranked_at = (self.scorer.generation, now_s)
+        ranking = [
+            sorted(lay.by_ts[t] if fresh else lay.ranked[t], key=neg_scores.__getitem__)
+            for t in range(4)
+        ]
+        return ranking, fresh
+
+    def _sizes(self, lay: _Layout) -> list[int]:
+        """Tokens of each live block (see `TokenEstimates.sizes`)."""
+        ns = self.estimates.sizes(lay.batch, self.stat_ttl)
+        if ns is not lay.ns:
+            lay.ns, lay.tokens = ns, dict(zip(lay.ids, ns, strict=True))
+            lay.segments.clear()  # their records name the old sizes
+        return ns
 
     def _layout(self, blocks: list[AnyBlock], now_s: float, sel: Selection) -> _Layout:
         """The facts of every block (learning new or changed ones); the expired dropped."""
@@ -318,12 +186,12 @@ class MemorySelector:
                 if f is None or f.dict is not b.__dict__:
                     fl[i] = facts[id(b)] = self._learn(b)
             known = cast(list[_Facts], fl)
-            lay = self._last = _Layout(blocks, known, known)
-            self._sizes.append((len(blocks), len(lay.paths)))
+            lay = self._last = _Layout(blocks, known, known, self.estimates)
+            self._counts.append(len(blocks))
             # Forget blocks no longer in memory, with room for agents sharing this selector.
-            if len(facts) > 2 * max(n for n, _ in self._sizes) + 4096:
+            if len(facts) > 2 * max(self._counts) + 4096:
                 self._facts = dict(zip(map(id, blocks), known, strict=True))
-            if len(self._latest) > 2 * max(n for n, _ in self._sizes) + 4096:
+            if len(self._latest) > 2 * max(self._counts) + 4096:
                 self._latest = {f.id: f for f in known}
         if lay.min_expiry > now_s:
             return lay
@@ -334,53 +202,20 @@ class MemorySelector:
                 sel.dropped.append(Dropped(f.block, "expired", 0))
             else:
                 live.append(f)
-        return _Layout(blocks, lay.facts, live)  # not remembered: the time decides
+        return _Layout(blocks, lay.facts, live, self.estimates)  # not remembered: the time decides
 
-    def _estimates(self, lay: _Layout) -> list[int]:
-        """Tokens of each live block: inline counts, or one estimate per file and range."""
-        at, generation = lay.stat_at
-        stats: dict[str, StatKey | None] = {}  # this call's stats: each file's taken once
-        if time.monotonic() - at >= self.stat_ttl or generation != self.loader.generation:
-            lay.stat_at = (time.monotonic(), self.loader.generation)
-            self._restat(lay.paths, stats)
-        if lay.ns_version == self._known_version:
-            return lay.ns
-        known = self._known
-        if not known.keys() >= set(lay.keys):  # new files or ranges: estimate each once
-            self._restat(lay.paths - self._files.keys(), stats)
-            for f in lay.live:
-                key, loc = f.key, f.loc
-                if key is not None and key not in known and loc is not None:
-                    est = self.loader.estimate_location(loc[0], loc[1], loc[2], stats)
-                    known[key] = self._files[loc[0]][1][key] = self._capped(f.block, est)
-            self._known_version += 1
-        lay.ns = list(map(add, map(known.__getitem__, lay.keys), map(_f_base, lay.live)))
-        lay.ns_version = self._known_version
-        lay.segments.clear()  # their records name the old sizes
-        lay.tokens = dict(zip(lay.ids, lay.ns, strict=True))
-        return lay.ns
-
-    def _restat(self, paths: set[str], stats: dict[str, StatKey | None]) -> None:
-        """Stat `paths` (one stat each, kept in `stats`); forget the estimates of files
-        that changed."""
-        files, known = self._files, self._known
-        changed = False
-        for path, version in self.loader.versions(paths, stats).items():
-            memo = files.get(path)
-            if memo is None:
-                files[path] = (version, {})
-            elif memo[0] != version:
-                for key in memo[1]:
-                    del known[key]
-                files[path] = (version, {})
-                changed = True
-        if len(files) > 4 * max((n for _, n in self._sizes), default=0) + 4096:
-            for path in files.keys() - paths:
-                for key in files.pop(path)[1]:
-                    del known[key]
-            changed = True
-        if changed:
-            self._known_version += 1
+    def _learn(self, block: AnyBlock) -> _Facts:
+        prev = self._latest.get(block.id)
+        if (
+            prev is not None
+            and type(prev.block) is type(block)
+            and same_but_timestamp(prev.dict, block.__dict__)
+        ):
+            f = prev.restamped(block)
+        else:
+            f = _Facts(block, self.estimates.cost(block), self.scorer)
+        self._latest[block.id] = f
+        return f
 
     def _scores(self, lay: _Layout, now_s: float) -> list[float]:
         """The relevance of every live block at `now_s` (scorer.score, computed in bulk)."""
@@ -400,6 +235,7 @@ class MemorySelector:
         if cap is None:
             return [w / (scale + (now_s - t)) for w, t in pairs]
         return [s if (s := w / (scale + (now_s - t))) < cap else cap for w, t in pairs]
+
 
 def _fill(
     ranked: list[int], lay: _Layout, tier: int, *, priority: Priority, percent: int, used: int,
@@ -458,3 +294,94 @@ def _drop(f: _Facts, n: int, head: str, tail: str) -> Dropped:
 def _tail(percent: int, budget: int, used: int) -> str:
     return f" tokens would pass {percent} % of {budget} ({used} already used)"
 
+
+# -- what is kept between calls ----------------------------------------------
+
+
+class _Facts:
+    """What the selector knows of one version of a block, computed once.
+
+    Pydantic replaces a block's `__dict__` on every assignment (validate_assignment),
+    so holding the old dict is an exact and cheap "unchanged?" test. Mutating a
+    dict-valued field in place (`metadata[...] = ...`) is not seen; it only moves
+    the estimate of the JSON envelope.
+    """
+
+    __slots__ = ("block", "conf", "cost", "dict", "drop", "drop_tail", "expiry", "file", "id",
+                 "tier", "ts", "words")
+
+    def __init__(self, block: AnyBlock, cost: Cost, scorer: RelevanceScorer) -> None:
+        self.block = block
+        self.dict = block.__dict__
+        self.id = block.id
+        self.cost = cost
+        self.tier = _TIER_INDEX[block.priority]
+        self.ts = epoch_seconds(block.timestamp)
+        self.expiry = math.inf if block.expiry is None else epoch_seconds(block.expiry)
+        self.conf = block.confidence
+        self.drop: Dropped | None = None  # the last record of dropping this block
+        self.drop_tail = ""
+        self.words = scorer.words(block)  # what relevance needs, whatever the task
+        self.file = file_of(block)
+
+    def restamped(self, block: AnyBlock) -> _Facts:
+        """These facts for `block`, whose fields are these but for its timestamp: only
+        the recency changes (the estimate, tier and relevance weight do not)."""
+        f = _Facts.__new__(_Facts)
+        f.block, f.dict, f.id, f.cost, f.tier = block, block.__dict__, self.id, self.cost, self.tier
+        f.ts = epoch_seconds(block.timestamp)
+        f.expiry, f.conf = self.expiry, self.conf
+        f.drop, f.drop_tail = None, ""
+        f.words, f.file = self.words, self.file
+        return f
+
+
+# Tier 0 is CRITICAL; 1..3 are TIER_LIMITS in order.
+_TIER_INDEX = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.MEDIUM: 2, Priority.LOW: 3}
+_f_id, _f_cost, _f_expiry, _f_ts, _f_tier = (
+    attrgetter(a) for a in ("id", "cost", "expiry", "ts", "tier")
+)
+_f_words, _f_file, _f_conf = (attrgetter(a) for a in ("words", "file", "conf"))
+
+
+class _Layout:
+    """What depends only on one list of block versions; reused while the list is the same."""
+
+    __slots__ = ("batch", "blocks", "by_ts", "dicts", "facts", "ids", "live", "min_expiry", "ns",
+                 "outcome", "ranked", "ranked_at", "segments", "timestamps", "tokens", "weights")
+
+    def __init__(
+        self, blocks: list[AnyBlock], facts: list[_Facts], live: list[_Facts],
+        estimates: TokenEstimates,
+    ) -> None:
+        self.blocks = blocks
+        self.dicts = [f.dict for f in facts]
+        self.facts = facts  # every block, expired included
+        self.live = live
+        self.timestamps: list[float] = list(map(_f_ts, live))
+        # (scorer generation, scale, weight × scale, weight); weight = confidence × boost
+        self.weights: tuple[int, float, list[float], list[float]] = (-1, 0.0, [], [])
+        self.min_expiry = min(map(_f_expiry, facts), default=math.inf)
+        self.ids: list[str] = list(map(_f_id, live))
+        self.batch: Batch = estimates.batch(list(map(_f_cost, live)))
+        self.ns: list[int] = []  # tokens per live block; `tokens` by id
+        self.tokens: dict[str, int] = {}
+        neg_ts = [-t for t in map(_f_ts, live)]
+        tier_of = list(map(_f_tier, live))
+        # Per tier: indices by (-timestamp, input order); CRITICAL stays in input order.
+        self.by_ts: list[list[int]] = []
+        for t in range(4):
+            members = list(compress(count(), map(eq, tier_of, repeat(t))))
+            if t:
+                members.sort(key=neg_ts.__getitem__)
+            self.by_ts.append(members)
+        self.ranked: list[list[int]] = list(self.by_ts)  # the last ranking, per tier
+        self.ranked_at = (-1, math.inf)  # (scorer generation, time) of that ranking
+        # ((budget, estimates version), kept after CRITICAL, tier drops, total) of the
+        # last fill
+        self.outcome: tuple[tuple[int, int], list[AnyBlock], list[Dropped], int] = (
+            (-1, -1), [], [], 0
+        )
+        # (tier, reason tail) -> [indices as ranked, the same as a set, records in input
+        # order] of a run of drops between two keeps
+        self.segments: dict[tuple[int, str], list[Any]] = {}
