@@ -16,7 +16,7 @@ from hivemind.memory.blocks import (
     StatusBlock,
     TaskBlock,
 )
-from hivemind.memory.relevance import RelevanceScorer, RelevanceWeights, file_of, keywords
+from hivemind.memory.relevance import RelevanceScorer, RelevanceWeights, keywords
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -95,7 +95,7 @@ def test_only_a_real_change_bumps_the_generation() -> None:
     assert s.generation == before + 3
 
 
-def test_file_of_names_the_file_as_the_generic_lookup_would() -> None:
+def test_a_blocks_file_path_names_the_file_as_the_generic_lookup_would() -> None:
     blocks = [
         FileBlock(location="src/a.py"), RomBlock(agent="a", location="agents/a/ROM.md"),
         KnowledgeBlock(topic="t", location="knowledge/t.md"), TaskBlock(task_id="t"),
@@ -106,4 +106,4 @@ def test_file_of_names_the_file_as_the_generic_lookup_would() -> None:
     ]
     for block in blocks:
         path = getattr(block, "location", None) or getattr(block, "full_path", None)
-        assert file_of(block) == (path if isinstance(path, str) else None)
+        assert block.file_path() == (path if isinstance(path, str) else None)

@@ -124,6 +124,11 @@ class MemoryBlockBase(BaseModel):
         return None if span is None else FileRef(path=span[0], start_line=span[1],
                                                    end_line=span[2])
 
+    def file_path(self) -> str | None:
+        """The file this block stands for, as recent files are named (None: no file)."""
+        span = self.span()
+        return (span[0] or None) if span is not None else None
+
     def inline_content(self) -> str:
         """The text of a block that carries it inline ('' for file-backed blocks)."""
         return ""
@@ -312,6 +317,9 @@ class MessageBlock(MemoryBlockBase):
 
     def span(self) -> Span | None:
         return (self.full_path, None, None) if self.body is None else None
+
+    def file_path(self) -> str | None:
+        return self.full_path or None  # even when its body is given
 
     def inline_content(self) -> str:
         return self.body or ""

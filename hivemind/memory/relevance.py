@@ -13,17 +13,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from hivemind.clock import utcnow
-from hivemind.memory.blocks import (
-    AnyBlock,
-    ContextBlock,
-    FileBlock,
-    HistoryBlock,
-    KnowledgeBlock,
-    MessageBlock,
-    RomBlock,
-    StatusBlock,
-    TaskBlock,
-)
+from hivemind.memory.blocks import AnyBlock
 
 _WORD = re.compile(r"[^\W_]{2,}", re.UNICODE)
 
@@ -100,7 +90,7 @@ class RelevanceScorer:
     def boost(self, block: AnyBlock) -> float:
         """The factor from task keywords and recent files (1.0 when neither applies)."""
         words = self.words(block) if self.task_keywords else frozenset()
-        return self.boosts([words], [file_of(block) if self.recent_files else None])[0]
+        return self.boosts([words], [block.file_path() if self.recent_files else None])[0]
 
     def words(self, block: AnyBlock) -> frozenset[str]:
         """The keywords of a block (they depend on the block alone, not on the task)."""
@@ -115,7 +105,7 @@ class RelevanceScorer:
     def boosts(
         self, words: Sequence[frozenset[str]], paths: Sequence[str | None]
     ) -> list[float]:
-        """`boost` of many blocks, given their keywords and files (see `file_of`):
+        """`boost` of many blocks, given their keywords and files (see `file_path`):
         callers that score the same blocks task after task keep both, and the set work
         runs in bulk."""
         w = self.weights
@@ -161,16 +151,3 @@ class RelevanceScorer:
 def epoch_seconds(ts: datetime) -> float:
     """POSIX seconds; a naive datetime is taken as UTC (hivemind writes UTC everywhere)."""
     return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
-
-
-def file_of(block: AnyBlock) -> str | None:
-    """The file a block stands for, as recent files are named (None: no file)."""
-    # The known types first: asking a pydantic model for a field it lacks raises inside.
-    if isinstance(block, FileBlock | RomBlock | KnowledgeBlock | TaskBlock):
-        return block.location or None
-    if isinstance(block, MessageBlock):
-        return block.full_path or None
-    if isinstance(block, StatusBlock | HistoryBlock | ContextBlock):
-        return None
-    path = getattr(block, "location", None) or getattr(block, "full_path", None)
-    return path if isinstance(path, str) else None

@@ -28,7 +28,7 @@ from hivemind.memory.blocks import AnyBlock, BlockType, Priority
 from hivemind.memory.budget import DEFAULT_MAX_BLOCK_TOKENS, TIER_LIMITS, block_cap
 from hivemind.memory.estimates import Batch, Cost, TokenEstimates
 from hivemind.memory.loader import ContentLoader, StatKey
-from hivemind.memory.relevance import RelevanceScorer, epoch_seconds, file_of
+from hivemind.memory.relevance import RelevanceScorer, epoch_seconds
 from hivemind.memory.restamp import same_but_timestamp
 from hivemind.memory.tokens import TokenCounter
 
@@ -322,7 +322,7 @@ class _Facts:
         self.drop: Dropped | None = None  # the last record of dropping this block
         self.drop_tail = ""
         self.words = scorer.words(block)  # what relevance needs, whatever the task
-        self.file = file_of(block)
+        self.file = block.file_path()
 
     def restamped(self, block: AnyBlock) -> _Facts:
         """These facts for `block`, whose fields are these but for its timestamp: only
