@@ -118,12 +118,6 @@ class MemoryBlockBase(BaseModel):
         None if it carries its text inline."""
         return None
 
-    def source(self) -> FileRef | None:
-        """The file this block's text is loaded from, if any."""
-        span = self.span()
-        return None if span is None else FileRef(path=span[0], start_line=span[1],
-                                                   end_line=span[2])
-
     def file_path(self) -> str | None:
         """The file this block stands for, as recent files are named (None: no file)."""
         span = self.span()

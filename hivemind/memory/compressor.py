@@ -161,16 +161,12 @@ class MemoryCompressor:
         self.max_block_tokens = max_block_tokens
         self.counter = counter or TokenCounter()
 
-    def applies_to(self, block: AnyBlock) -> bool:
-        """False for a block sent whole or not at all (ROM: the agent's identity)."""
-        return block.compressible
-
     def compress(
         self, block: AnyBlock, text: str, *, tokens: int | None = None, cap: int | None = None
     ) -> str | None:
         """A shorter, labelled text if `text` is over the cap (`cap`, else
         `max_block_tokens`); None if it fits as it is."""
-        if not self.applies_to(block):
+        if not block.compressible:  # sent whole or not at all (ROM)
             return None
         limit = max(2 * _LABEL_TOKENS, self.max_block_tokens if cap is None else cap)
         before = tokens if tokens is not None else self.counter.count_json(text)
