@@ -113,7 +113,7 @@ async def test_project_memories_become_context_blocks_only_for_that_project(hive
         cfg = agent.config()
         assert cfg is not None
         p = perceive(hive, cfg, board, agent.mailbox, services.knowledge, agent.working, {})
-        view = await agent.view(cfg, p)
+        view = await agent.context.view(cfg, p)
     contents = [e["content"] for e in view.context.entries if e["metadata"]["type"] == "context"]
     assert contents == ["The honey harvest is in late August."]
     assert view.recalled is not None and len(view.recalled["results"]) == 1
@@ -183,5 +183,5 @@ def test_memory_blocks_are_dropped_from_working_memory_when_no_longer_recalled(
         assert cfg is not None
         p = perceive(hive, cfg, services.board, agent.mailbox, services.knowledge,
                      agent.working, {})
-        asyncio.run(agent.view(cfg, p))
+        asyncio.run(agent.context.view(cfg, p))
     assert not [b for b in agent.working.by_type(BlockType.CONTEXT)]

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from hivemind.agent.cycle import FINISHED_KEPT, Agent
+from hivemind.agent.cycle import Agent
 from hivemind.agent.perceive import READ_MAIL_KEPT, matches_any, watched_files
 from hivemind.agent.services import HISTORY_KEPT, HiveServices
+from hivemind.agent.view import FINISHED_KEPT
 from hivemind.clock import utcnow
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from hivemind.agent.cycle import Agent, common_prefix_length
+from hivemind.agent.cycle import Agent
+from hivemind.agent.prefix import common_prefix_length
 from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import Hive
 from hivemind.llm.base import ModelRequest, ToolSpec
@@ -27,12 +28,12 @@ def test_prefix_reuse_counts_what_repeats_the_previous_request(hive: Hive) -> No
     agent = Agent("worker", HiveServices.open(hive, OfflineProvider()))
     every = agent.s.tools.specs(None)
     first = request(every, ',{"id":"history:1"}]')
-    assert agent._prefix_reuse(first) is None
+    assert agent.prefix_reuse(first) is None
     second = request(every, ',{"id":"history:1"},{"id":"history:2"}]')
-    reuse = agent._prefix_reuse(second)
+    reuse = agent.prefix_reuse(second)
     a, b = sent_text(first), sent_text(second)
     assert reuse == common_prefix_length(a, b) / len(b)
-    assert agent._prefix_reuse(second) == 1.0
+    assert agent.prefix_reuse(second) == 1.0
 
 
 def test_a_changed_tool_allow_list_is_not_served_from_the_cached_tool_json(hive: Hive) -> None:
@@ -40,8 +41,8 @@ def test_a_changed_tool_allow_list_is_not_served_from_the_cached_tool_json(hive:
     agent = Agent("worker", HiveServices.open(hive, OfflineProvider()))
     every = agent.s.tools.specs(None)
     fewer = agent.s.tools.specs(["send_message", "complete_task"])
-    agent._prefix_reuse(request(every, "]"))
-    reuse = agent._prefix_reuse(request(fewer, "]"))
+    agent.prefix_reuse(request(every, "]"))
+    reuse = agent.prefix_reuse(request(fewer, "]"))
     a, b = sent_text(request(every, "]")), sent_text(request(fewer, "]"))
     assert reuse == common_prefix_length(a, b) / len(b)
     assert reuse is not None and reuse < 1.0

@@ -116,7 +116,7 @@ async def test_a_failed_background_flush_is_logged_not_raised(
     assert report.error is None
     monkeypatch.setattr(flush, "flush_many", failing)
     agent.audit.write("note", cycle=agent.cycle_no)
-    agent._flush_in_background()
+    agent.flushes.in_background()
     await agent.settle()
     assert "audit flush failed" in caplog.text
     assert str(audit) in caplog.text
@@ -207,15 +207,15 @@ async def test_settle_ends_even_when_a_flush_it_waits_for_never_comes(
 ) -> None:
     """A stop must end whatever happens to a flush: the log is flushed directly
     instead."""
-    from hivemind.agent import cycle as cycle_module
+    from hivemind.agent import flushes as flushes_module
 
     write_agent(hive, "worker")
     services = HiveServices.open(hive, OfflineProvider(), fast_config(hive))
     agent = Agent("worker", services)
     agent.audit.append("note", cycle=0)
     never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    agent._flushing.add(never)
-    monkeypatch.setattr(cycle_module, "SETTLE_SECONDS", 0.1)
+    agent.flushes.pending.add(never)
+    monkeypatch.setattr(flushes_module, "SETTLE_SECONDS", 0.1)
 
     await asyncio.wait_for(agent.settle(), 5)
 

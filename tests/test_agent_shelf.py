@@ -114,7 +114,7 @@ async def test_notes_matching_the_task_fill_at_most_a_quarter_of_the_budget(
     body = await one_cycle(agent, api)
 
     notes = [e for e in context_entries(body) if e["metadata"]["type"] == "knowledge"]
-    budget = agent.budget_for(agent.config())  # type: ignore[arg-type]
+    budget = agent.context.budget_for(agent.config())  # type: ignore[arg-type]
     assert 1 < len(notes) < 300
     assert sum(agent.s.counter.count_json(e["content"]) for e in notes) <= budget // 4
 

@@ -17,9 +17,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hivemind.agent.cycle import Agent, ContextView
+from hivemind.agent.cycle import Agent
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.services import HiveServices
+from hivemind.agent.view import ContextView
 from hivemind.hive.knowledge import KnowledgeIndex
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
@@ -57,9 +58,9 @@ class CachedAgent:
         self.services = HiveServices.open(hive, OfflineProvider())
         self.services.board.settle_time = 0
         self.agent = Agent(AGENT, self.services)
-        self.agent.scorer = RelevanceScorer(now=clock)
-        self.agent.selector = MemorySelector(
-            self.services.loader, self.services.counter, self.agent.scorer,
+        self.agent.context.scorer = RelevanceScorer(now=clock)
+        self.agent.context.selector = MemorySelector(
+            self.services.loader, self.services.counter, self.agent.context.scorer,
             self.services.compressor.max_block_tokens, stat_ttl=0.0,
         )
         self.figures = dict(FIGURES)
@@ -77,7 +78,7 @@ class CachedAgent:
     def view(self, p: Perception, budget: int) -> ContextView:
         cfg = self.agent.config()
         assert cfg is not None
-        return asyncio.run(self.agent.view(cfg, p, budget))
+        return asyncio.run(self.agent.context.view(cfg, p, budget))
 
 
 def fresh_perceive(hive: Hive, cached: CachedAgent, before: list[Any]) -> WorkingMemoryManager:

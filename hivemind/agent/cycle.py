@@ -10,27 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.budget import BudgetTracker, start_of_day
+from hivemind.agent.flushes import RecordFlushes
 from hivemind.agent.followup import HeldWork, TurnEnd, end_held
+from hivemind.agent.history import compact_history, keep_steps_of, note_said
 from hivemind.agent.model_failure import fail_refused_tasks, note_model_error
 from hivemind.agent.perceive import Perception, perceive
-from hivemind.agent.prefix import common_prefix_length
-from hivemind.agent.prompt import system_prompt, team_text
+from hivemind.agent.prefix import PrefixReuse
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.report import CycleReport
 from hivemind.agent.restore import restore_history
 from hivemind.agent.services import HISTORY_KEPT, HiveServices
-from hivemind.agent.shelf import KnowledgeShelf
 from hivemind.agent.toolrun import ToolRunner, short
+from hivemind.agent.view import ContextAssembler
 from hivemind.errors import ConfigError, ModelError, UnknownAgentError, UserError
-from hivemind.fs.flush import fsync_all
 from hivemind.fs.loopflusher import LoopFlusher
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
@@ -39,65 +37,25 @@ from hivemind.llm.base import (
     ModelRequest,
     ModelResponse,
     ToolResultsTurn,
-    ToolSpec,
     Turn,
     with_valid_text,
 )
 from hivemind.llm.pricing import estimate_cost
-from hivemind.ltm.records import recall_audit
-from hivemind.memory.blocks import BlockType, ContextBlock, HistoryBlock, Priority
 from hivemind.memory.builder import BuiltContext
-from hivemind.memory.earlier import keep_tasks
 from hivemind.memory.manager import WorkingMemoryManager
-from hivemind.memory.relevance import RelevanceScorer
-from hivemind.memory.selector import MemorySelector, Selection
-from hivemind.settings import MIN_CONTEXT_TOKENS, AgentConfig
+from hivemind.settings import AgentConfig
 from hivemind.tools.base import ToolContext
 
 logger = logging.getLogger(__name__)
 
-FINISHED_ID = "context:finished"
-FINISHED_KEPT = 20  # lines of the finished-tasks summary at most (at least half of it)
-FINISHED_RESULT_CHARS = 150  # of a finished task's result, in its line of that summary
-RECORD_FLUSH_DELAY = 0.05  # s a cycle record may wait to ride with another flush
-SETTLE_SECONDS = 10.0  # s `settle` waits for the flushes it asked for, at most
 DAY_SPENT = "daily budget spent"  # why a cycle did not run: the agent is paused
 TASKS_SPENT = "task budgets spent"  # ...: every task it had was stopped by its budget
-
-
-def _finished_line(task_id: str, outcome: str, result: Any) -> str:
-    """`- q1: done — 12,345 EUR, INV-778`: one line, its result cut to FINISHED_RESULT_CHARS."""
-    line = f"- {task_id}: {outcome}"
-    if not isinstance(result, str) or not result.strip():
-        return line
-    text = " ".join(result.split())
-    if len(text) > FINISHED_RESULT_CHARS:
-        text = text[: FINISHED_RESULT_CHARS - 1].rstrip() + "…"
-    return f"{line} — {text}"
 
 
 def _cancelling() -> bool:
     """True while the running task is being cancelled (its cycle cut short)."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-@dataclass
-class ContextView:
-    """What the model would be sent: the selection, the built context, the system prompt."""
-
-    selection: Selection
-    built: BuiltContext
-    context: BuiltContext
-    system: str
-    budget: int
-    recalled: dict[str, Any] | None = None
-
-    def dropped_rows(self) -> list[dict[str, Any]]:
-        return [
-            {"id": d.block.id, "reason": d.reason, "tokens": d.tokens}
-            for d in [*self.selection.dropped, *self.built.dropped]
-        ]
 
 
 class Agent:
@@ -108,12 +66,8 @@ class Agent:
         self.s = services
         self.mailbox = Mailbox(services.hive, name)
         self.working = WorkingMemoryManager()
-        # One scorer and selector per agent: their caches stay warm between its cycles.
-        self.scorer = RelevanceScorer()
-        self.selector = MemorySelector(
-            services.loader, services.counter, self.scorer, services.compressor.max_block_tokens
-        )
-        self.shelf = KnowledgeShelf()
+        self.context = ContextAssembler(name, services, self.working)
+        self.prefix_reuse = PrefixReuse()
         self.audit = AuditLog(services.hive.audit_path(name), secrets=services.secrets,
                               fsync=services.config.daemon.fsync)
         self.cycle_no = 0
@@ -125,10 +79,7 @@ class Agent:
         self._audited_error: str | None = None
         self._gone = False  # its ROM.md is missing (see `config`)
         self.last_error: str | None = None
-        self._last_request: str | None = None
-        # (ids of the specs, their JSON, the specs: kept alive so no id is reused)
-        self._tools_text: tuple[tuple[int, ...], str, list[ToolSpec]] | None = None
-        self._flushing: set[asyncio.Future[None]] = set()
+        self.flushes = RecordFlushes(self.audit)
         # The report of a cycle whose record is written, until the cycle returns it: a
         # stop that cuts the cycle after its record still counts it (`Daemon`).
         self.recorded: CycleReport | None = None
@@ -285,12 +236,12 @@ class Agent:
         report.ran = True
         task_ids = list(p.active)
         mail_ids = [m.message.id for m in p.unread]
-        self._keep_steps_of(set(p.active))  # (a task taken away since the last cycle)
+        keep_steps_of(self.working, set(p.active))  # (a task taken away since the last cycle)
         self.held.show_note(self.working, cfg, p.active)
-        view = await self.view(cfg, p)
+        view = await self.context.view(cfg, p)
         built, dropped = view.context, view.dropped_rows()
-        request = self._request(cfg, view)
-        report.prefix_reuse = self._prefix_reuse(request)
+        request = self.context.request(cfg, view)
+        report.prefix_reuse = self.prefix_reuse(request)
         report.input_tokens = built.tokens
         # The start line is written now and flushed with the first files the tools
         # flush (one trip to the disk, not two), so it is on disk before any of their
@@ -335,7 +286,7 @@ class Agent:
         # Mail is marked read only now that the cycle's record is on disk.
         unmoved = self._mark_read(p) if marks_mail else None
         self.last_error = report.error or unmoved or ctx.effects.internal_error
-        self._compact_history(ctx, calls)
+        compact_history(self.working, ctx, calls)
         self.s.janitor.sweep(self.working)
         if self.s.ltm is not None and ctx.effects.memories and report.error is None:
             await self._reflect(cfg, p)
@@ -398,42 +349,14 @@ class Agent:
         (never after a provider error: the model's turn did not end). Otherwise nothing
         waits on it: its flush overlaps what comes next and False is returned."""
         if p.unread and report.model_failure is None and (not report.retry or calls):
-            await self.audit.flushed()
+            await self.flushes.wait()
             return True
-        self._flush_in_background()
+        self.flushes.in_background()
         return False
 
-    def _flush_in_background(self) -> None:
-        """The record rides with the next flush asked for (the next cycle's tools, another
-        agent's), or goes on its own after `RECORD_FLUSH_DELAY`: one trip, not two."""
-        flush = self.audit.flushed(lazy=True)
-        self._flushing.add(flush)
-        flush.add_done_callback(self._flush_done)
-        if not flush.done():  # fsync off: nothing to send later
-            asyncio.get_running_loop().call_later(RECORD_FLUSH_DELAY, self.audit.kick)
-
-    def _flush_done(self, flush: asyncio.Future[None]) -> None:
-        self._flushing.discard(flush)
-        if not flush.cancelled() and flush.exception() is not None:
-            # The next cycle's flush covers the same file and fails visibly there.
-            logger.warning("%s: audit flush failed: %s", self.audit.path, flush.exception())
-
     async def settle(self) -> None:
-        """Wait until every audit record written so far is on disk (at shutdown).
-
-        Bounded: should a flush it waits for never come (nothing known does that now),
-        the log is flushed here instead, so a stop always ends."""
-        if not self._flushing:
-            return
-        self.audit.kick()
-        _, late = await asyncio.wait(list(self._flushing), timeout=SETTLE_SECONDS)
-        if late:
-            logger.warning("%s: its flush did not come in %g s; flushed here instead",
-                           self.audit.path, SETTLE_SECONDS)
-            with contextlib.suppress(OSError):
-                await asyncio.to_thread(fsync_all, [self.audit.path])
-            for flush in late:
-                flush.cancel()
+        """Wait until every audit record written so far is on disk (at shutdown)."""
+        await self.flushes.settle()
 
     async def _reflect(self, cfg: AgentConfig, p: Perception) -> None:
         """Reflect when enough importance has gathered (never with the offline provider)."""
@@ -451,86 +374,6 @@ class Agent:
             self.audit.append("reflection", cycle=self.cycle_no,
                               written=[{"id": r.id, "content": r.content} for r in written])
 
-    def budget_for(self, cfg: AgentConfig) -> int:
-        """Context tokens: max_context_tokens less the output reserve and the tool definitions."""
-        reserved = cfg.max_output_tokens + self.s.fixed_tokens(cfg)
-        return max(MIN_CONTEXT_TOKENS, cfg.max_context_tokens - reserved)
-
-    async def view(
-        self, cfg: AgentConfig, p: Perception, budget: int | None = None, *,
-        looking: bool = False,
-    ) -> ContextView:
-        """Select and build as the cycle does; the ROM entry becomes the system prompt.
-        `looking`: only to show it (`hivemind inspect`): no memory is marked as used."""
-        tasks = [r.task.title + " " + r.task.body[:500] for r in p.active.values()]
-        focus = " ".join(tasks + [m.message.subject for m in p.unread])
-        self.scorer.set_task(focus)
-        team = team_text(self.name, p.team)
-        budget = budget or max(MIN_CONTEXT_TOKENS,
-                               self.budget_for(cfg) - self.s.counter.count(team))
-        recalled = self._recall_memories(cfg, p, focus, budget, touch=not looking)
-        # Notes follow the tasks held (they are the cached prefix); holding none, the mail.
-        work = " ".join(tasks) if tasks else focus
-        blocks = self.shelf.choose(self.working.blocks(), work, self.scorer, budget,
-                                   self.s.compressor.max_block_tokens, cfg.tools)
-        selection = self.selector.select(blocks, budget)
-        built = await self.s.builder.build(selection, budget)
-        rom = [e for e in built.entries if e["metadata"].get("type") == BlockType.ROM.value]
-        # The text `cfg` was read from: a ROM being saved right now is never half-read,
-        # and a bad edit leaves the last good instructions in place with their config.
-        rom_text = self.s.roms.text(self.name) or (rom[0]["content"] if rom else cfg.instructions)
-        return ContextView(
-            selection=selection,
-            built=built,
-            context=built.without_types({BlockType.ROM.value}),
-            system=system_prompt(self.name, rom_text, p.team),
-            budget=budget,
-            recalled=recalled,
-        )
-
-    def _recall_memories(
-        self, cfg: AgentConfig, p: Perception, focus: str, budget: int, *, touch: bool = True
-    ) -> dict[str, Any] | None:
-        """Long-term memories for the work at hand become CONTEXT blocks (memory share)."""
-        for block in self.working.by_type(BlockType.CONTEXT):
-            if isinstance(block, ContextBlock) and block.context_type == "memory":
-                self.working.remove(block.id)
-        ltm = self.s.ltm
-        if ltm is None or not focus.strip():
-            return None
-        ref = next(iter(p.active.values()), None)
-        share = int(budget * self.s.config.memory.share_of_budget)
-        found = ltm.context_for(
-            focus, agent=self.name, project=ref.task.project if ref else None,
-            task_id=ref.task.id if ref else None, max_tokens=share,
-            count_tokens=self.s.counter.count, touch=touch,
-        )
-        for m in found:
-            self.working.add(ContextBlock(
-                id=f"memory:{m.id}", context_type="memory", summary=m.content,
-                related_ids=list(m.record.source_ids), priority=Priority.MEDIUM,
-                confidence=max(0.0, min(1.0, m.score)),
-                metadata={"tier": m.record.tier.value, "score": round(m.score, 4)},
-            ))
-        return {"op": "context", **recall_audit(focus[:200], found)}
-
-    def _request(self, cfg: AgentConfig, view: ContextView) -> ModelRequest:
-        """The first request of the cycle: system, tools, the JSON context in two parts."""
-        stable, volatile = view.context.json_parts()
-        return ModelRequest(
-            agent=self.name,
-            role=cfg.role,
-            model=cfg.model,
-            system=view.system,
-            tools=self.s.tools.specs(cfg.tools),
-            context_stable=stable,
-            context_volatile=volatile,
-            context_ids=[e["id"] for e in view.context.entries],
-            context_tokens=view.context.tokens,
-            max_output_tokens=cfg.max_output_tokens,
-            temperature=cfg.temperature,
-        )
-
     async def _call(
         self, request: ModelRequest, report: CycleReport, task_ids: list[str]
     ) -> ModelResponse:
@@ -546,59 +389,6 @@ class Agent:
         report.rounds += 1
         self.budget.record(response.usage.total_input + response.usage.output_tokens, task_ids)
         return with_valid_text(response)
-
-    def _compact_history(self, ctx: ToolContext, calls: list[dict[str, Any]]) -> None:
-        """A finished task's steps shrink to one line: its outcome and a short form of its
-        result (the steps that mattered were consolidated into long-term memory at its
-        end; what it answered stays in view)."""
-        fx = ctx.effects
-        finished = {t: "done" for t in fx.tasks_completed} | {t: "failed" for t in fx.tasks_failed}
-        self._keep_steps_of(set(ctx.active_tasks))
-        if not finished:
-            return
-        said = {  # complete_task's result, fail_task's reason
-            c["input"].get("task_id"): c["input"].get("result") or c["input"].get("reason")
-            for c in calls if c["name"] in ("complete_task", "fail_task") and not c["error"]
-        }
-        summary = self.working.get(FINISHED_ID)
-        lines = summary.summary.splitlines()[1:] if isinstance(summary, ContextBlock) else []
-        lines = [*lines, *(_finished_line(tid, outcome, said.get(tid))
-                           for tid, outcome in finished.items())]
-        if len(lines) > FINISHED_KEPT:
-            # Cut back to half at once: in between the summary only grows at its end, so
-            # the request before it still serves the prompt cache up to there.
-            lines = lines[-(FINISHED_KEPT // 2):]
-        self.working.add(ContextBlock(
-            id=FINISHED_ID, context_type="finished_tasks", priority=Priority.LOW,
-            summary="\n".join(["Tasks you finished recently:", *lines]),
-        ))
-
-    def _keep_steps_of(self, held: set[str]) -> None:
-        """Steps for tasks the agent no longer holds go: ended now, or before beside one
-        that ends only now (a step for t1 and t2 outlived both), or taken away."""
-        for block in self.working.by_type(BlockType.HISTORY):
-            ids = block.metadata.get("task_ids") or []
-            if ids and held.isdisjoint(ids):
-                self.working.remove(block.id)
-        keep_tasks(self.working, held)
-
-    def _tools_json(self, tools: list[ToolSpec]) -> str:
-        """The tool definitions as sent; the registry hands out the same spec objects
-        while the allow-list is unchanged, so they are dumped once."""
-        key = tuple(id(t) for t in tools)
-        if self._tools_text is None or self._tools_text[0] != key:
-            self._tools_text = (key, json.dumps([t.model_dump() for t in tools]), tools)
-        return self._tools_text[1]
-
-    def _prefix_reuse(self, request: ModelRequest) -> float | None:
-        """Share of this request (tools, system, context, in the order sent) that repeats
-        a prefix of the previous cycle's request: what a prompt cache can serve."""
-        text = (self._tools_json(request.tools) + request.system
-                + request.context_stable + request.context_volatile)
-        previous, self._last_request = self._last_request, text
-        if previous is None or not text:
-            return None
-        return common_prefix_length(previous, text) / len(text)
 
     def _record(
         self,
@@ -621,11 +411,7 @@ class Agent:
             report.cost = estimate_cost(report.usage, ctx.config.model, self.s.config.pricing)
             if report.cost is None and report.usage.total_input + report.usage.output_tokens:
                 report.unpriced_model = ctx.config.model
-        if text:
-            # Tied to the tasks the cycle held: compacted with them when they end.
-            self.working.add(HistoryBlock(action="said", detail=short(text, 500),
-                                          priority=Priority.MEDIUM,
-                                          metadata={"task_ids": task_ids, "cycle": report.cycle}))
+        note_said(self.working, text, task_ids, report.cycle)
         self.audit.write(
             "cycle",
             cycle=report.cycle,

@@ -24,7 +24,6 @@ from hivemind.ltm.store import LongTermMemory
 from hivemind.memory.blocks import AnyBlock
 from hivemind.memory.builder import ContextBuilder
 from hivemind.memory.selector import Selection
-from hivemind.settings import AgentConfig
 
 
 def _pending_read_only(hive: Hive) -> list[TaskRef]:
@@ -64,21 +63,6 @@ async def _counted(
     everything = Selection(kept=blocks, dropped=[], tokens={}, scores={}, budget=unbounded,
                            used=0)
     return (await scratch.build(everything, unbounded, cap_budget=budget)).token_counts
-
-
-def _budget_parts(
-    services: HiveServices, cfg: AgentConfig, team: str, given: int | None
-) -> dict[str, int]:
-    """Where the budget comes from: --budget, or max_context_tokens less what every
-    request also carries (as `Agent.view` computes it)."""
-    if given is not None:
-        return {"given": given}
-    return {
-        "max_context_tokens": cfg.max_context_tokens,
-        "output_reserve": cfg.max_output_tokens,
-        "preamble_and_tools": services.fixed_tokens(cfg),
-        "team": services.counter.count(team),
-    }
 
 
 async def inspect_agent(hive: Hive, name: str, budget: int | None = None) -> dict[str, Any]:
@@ -125,7 +109,7 @@ async def _inspect(
             block.status = "pending"
             agent.working.add(block)
             waiting += 1
-    view = await agent.view(cfg, p, budget, looking=True)
+    view = await agent.context.view(cfg, p, budget, looking=True)
     sel, built = view.selection, view.built
     # One basis per figure. `tokens`: counted, as the model gets the entry (for a dropped
     # block: as it would). `estimated`: the selector's guess made before reading
@@ -150,7 +134,7 @@ async def _inspect(
         "agent": name,
         "max_context_tokens": cfg.max_context_tokens,
         "budget": view.budget,
-        "budget_parts": _budget_parts(services, cfg, team_text(name, p.team), budget),
+        "budget_parts": agent.context.budget_parts(cfg, team_text(name, p.team), budget),
         "used": built.tokens,
         "json_array_tokens": built.tokens - sum(built.token_counts.values()),
         "estimated_used": sel.used,

@@ -116,7 +116,7 @@ def _steps(
 ) -> tuple[list[_Step], dict[tuple[str, ...], int]]:
     """The steps still filed under a task of `held`, oldest first (a long log: the
     first and the newest of each task), and how many were left out between, per
-    tasks. As the live cycle does (`Agent._compact_history`), a task's steps go when a
+    tasks. As the live cycle does (`history.compact_history`), a task's steps go when a
     cycle completes or fails it, so a task failed, retried and taken again starts with
     none of its failed attempt's."""
     steps: list[_Step] = []
