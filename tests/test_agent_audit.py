@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hivemind.agent.audit import AuditLog
+from hivemind.agent.record import CycleRecord
 
 
 def last_line(path: Path) -> str:
@@ -21,8 +22,8 @@ def last_line(path: Path) -> str:
 )
 def test_a_known_secret_is_redacted_wherever_it_is(tmp_path: Path, secret: str) -> None:
     log = AuditLog(tmp_path / "a.jsonl", secrets=(secret,), fsync=False)
-    log.append("cycle", text=f"the key is {secret}!",
-               tool_calls=[{"input": {"body": f"x{secret}x"}}])
+    log.append(CycleRecord(text=f"the key is {secret}!",
+               tool_calls=[{"input": {"body": f"x{secret}x"}}]))
     line = last_line(log.path)
     rec = json.loads(line)
     assert secret not in line and json.dumps(secret)[1:-1] not in line
@@ -32,8 +33,8 @@ def test_a_known_secret_is_redacted_wherever_it_is(tmp_path: Path, secret: str) 
 
 def test_secret_looking_keys_are_redacted_in_any_case(tmp_path: Path) -> None:
     log = AuditLog(tmp_path / "a.jsonl", fsync=False)
-    log.append("cycle", request={"headers": {"X-Api-Key": "abc", "Authorization": "Bearer z"}},
-               api_key="k")
+    log.append(CycleRecord(request={"headers": {"X-Api-Key": "abc", "Authorization": "Bearer z"}},
+               api_key="k"))
     rec = json.loads(last_line(log.path))
     assert rec["api_key"] == "[redacted]"
     assert rec["request"]["headers"] == {"X-Api-Key": "[redacted]", "Authorization": "[redacted]"}
@@ -41,13 +42,13 @@ def test_secret_looking_keys_are_redacted_in_any_case(tmp_path: Path) -> None:
 
 def test_a_record_without_secrets_is_written_as_given(tmp_path: Path) -> None:
     log = AuditLog(tmp_path / "a.jsonl", secrets=("sk-never-there",), fsync=False)
-    record = log.append("cycle", cycle=3, text="api_key is a word here, not a key",
-                        kept=[{"id": "task:t1", "tokens": 12}], path=tmp_path)
+    record = log.append(CycleRecord(cycle=3, text="api_key is a word here, not a key",
+                        kept=[{"id": "task:t1", "tokens": 12}], path=tmp_path))
     rec = json.loads(last_line(log.path))
     assert rec["text"] == "api_key is a word here, not a key"
     assert rec["kept"] == [{"id": "task:t1", "tokens": 12}]
     assert rec["path"] == str(tmp_path)
-    assert rec["at"] == record["at"]
+    assert rec["at"] == record.at
 
 
 def test_lines_that_are_no_record_are_skipped_not_fatal(tmp_path: Path) -> None:
@@ -62,7 +63,7 @@ def test_lines_that_are_no_record_are_skipped_not_fatal(tmp_path: Path) -> None:
         '{"event": "cyc'
     )
     audit = AuditLog(path, fsync=False)
-    assert [(r["event"], r["cycle"]) for r in audit.records()] == [
+    assert [(r.event, r.cycle) for r in audit.records()] == [
         ("cycle_start", 1), ("cycle", 1), ("cycle_start", 2)
     ]
     assert audit.mark_interrupted() == [2]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hivemind.agent.cycle import Agent
+from hivemind.agent.record import OtherRecord
 from hivemind.agent.services import HiveServices
 from hivemind.fs import flush
 from hivemind.hive.layout import Hive
@@ -115,7 +116,7 @@ async def test_a_failed_background_flush_is_logged_not_raised(
     report = await agent.cycle()  # its own flushes succeed
     assert report.error is None
     monkeypatch.setattr(flush, "flush_many", failing)
-    agent.audit.write("note", cycle=agent.cycle_no)
+    agent.audit.write(OtherRecord(event="note", cycle=agent.cycle_no))
     agent.flushes.in_background()
     await agent.settle()
     assert "audit flush failed" in caplog.text
@@ -212,7 +213,7 @@ async def test_settle_ends_even_when_a_flush_it_waits_for_never_comes(
     write_agent(hive, "worker")
     services = HiveServices.open(hive, OfflineProvider(), fast_config(hive))
     agent = Agent("worker", services)
-    agent.audit.append("note", cycle=0)
+    agent.audit.append(OtherRecord(event="note", cycle=0))
     never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     agent.flushes.pending.add(never)
     monkeypatch.setattr(flushes_module, "SETTLE_SECONDS", 0.1)

@@ -14,6 +14,7 @@ import pytest
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.cycle import Agent
 from hivemind.agent.inspect import inspect_agent
+from hivemind.agent.record import CycleRecord
 from hivemind.agent.restore import HISTORY_MAX_AGE, restore_history
 from hivemind.agent.services import HiveServices
 from hivemind.clock import utcnow
@@ -171,10 +172,10 @@ async def test_a_restored_step_keeps_the_time_it_was_taken(
 
 def cycle_record(log: AuditLog, n: int, tasks: list[str], path: str,
                  ended: tuple[str, ...] = ()) -> None:
-    log.write("cycle", cycle=n, tasks=tasks, text="",
+    log.write(CycleRecord(cycle=n, tasks=tasks, text="",
               tool_calls=[{"name": "write_file", "input": {"path": path},
                            "result": "written", "error": False}],
-              effects={"tasks_completed": list(ended), "tasks_failed": []})
+              effects={"tasks_completed": list(ended), "tasks_failed": []}))
 
 
 def test_a_long_log_keeps_the_steps_of_a_held_task_behind_those_of_one_that_ended(

@@ -85,9 +85,9 @@ def test_an_over_long_line_is_skipped_once_with_a_warning(
                      + line_of(event="reflection", cycle=2))
     log = AuditLog(path, fsync=False)
     before = bytes_read()
-    assert [r["cycle"] for r in log.records()] == [1, 2]
+    assert [r.cycle for r in log.records()] == [1, 2]
     assert bytes_read() - before < 3 * MAX_RECORD_BYTES
-    assert [r["cycle"] for r in log.records()] == [1, 2]
+    assert [r.cycle for r in log.records()] == [1, 2]
     told = [r.getMessage() for r in caplog.records if "skipped a line" in r.getMessage()]
     assert told == [f"{path}: skipped a line over {MAX_RECORD_BYTES} bytes"]
 
@@ -99,7 +99,7 @@ def test_only_the_tail_of_a_long_audit_file_is_read(tmp_path: Path) -> None:
         for _ in range(AUDIT_TAIL_BYTES // len(old) + 1000):
             fh.write(old)
         fh.write(line_of(event="reflection", cycle=2))
-    cycles = [r["cycle"] for r in AuditLog(path, fsync=False).records()]
+    cycles = [r.cycle for r in AuditLog(path, fsync=False).records()]
     assert cycles[-1] == 2
     assert len(cycles) < AUDIT_TAIL_BYTES // len(old) + 2  # the head was never read
 
@@ -125,9 +125,9 @@ def test_following_skips_an_over_long_line_written_in_pieces(tmp_path: Path) -> 
     path = tmp_path / "a.jsonl"
     path.write_bytes(line_of(event="reflection", cycle=1) + b"z" * (MAX_RECORD_BYTES + 10))
     records, at = run_cmd._new_records(path, run_cmd.Position())
-    assert [r["cycle"] for r in records] == [1] and at.skipping
+    assert [r.cycle for r in records] == [1] and at.skipping
     with open(path, "ab") as fh:
         fh.write(b"z" * 2**20 + b"\n" + line_of(event="reflection", cycle=2))
     records, at = run_cmd._new_records(path, at)
-    assert [r["cycle"] for r in records] == [2]
+    assert [r.cycle for r in records] == [2]
     assert at == run_cmd.Position(at.inode, path.stat().st_size, False)

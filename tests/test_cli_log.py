@@ -18,6 +18,14 @@ import typer
 from typer.testing import CliRunner, Result
 
 from hivemind.agent.audit import AuditLog
+from hivemind.agent.record import (
+    BudgetNotice,
+    CycleRecord,
+    Interrupted,
+    Reflection,
+    RomFixed,
+    RomProblem,
+)
 from hivemind.cli import run_cmd
 from hivemind.hive.layout import Hive
 from tests.helpers import run_until_idle, write_agent, write_task
@@ -101,11 +109,11 @@ def test_failed_calls_errors_and_other_events_stay_one_line_each_and_verbatim(
 ) -> None:
     write_agent(hive, "worker")
     audit = AuditLog(hive.audit_path("worker"), fsync=False)
-    audit.write("cycle", cycle=3, kept=[], dropped=[], usage={"input_tokens": 5},
+    audit.write(CycleRecord(cycle=3, kept=[], dropped=[], usage={"input_tokens": 5},
                 cost=0.25, duration_ms=7, error="model said [/bold] no\nat all",
                 tool_calls=[{"name": "read_file", "input": {"path": "notes.md"},
-                             "result": "line one\nline [red]two[/red]", "error": True}])
-    audit.write("reflection", cycle=4, error="store is locked")
+                             "result": "line one\nline [red]two[/red]", "error": True}]))
+    audit.write(Reflection(cycle=4, error="store is locked"))
 
     result = log(app, hive, "worker")
     assert result.exit_code == 0, result.output
@@ -124,9 +132,9 @@ def test_what_the_model_said_its_refusals_and_follow_ups_are_shown(
     """A text answer was only in `log --json`; now it, and what held work got, reads here."""
     write_agent(hive, "worker")
     audit = AuditLog(hive.audit_path("worker"), fsync=False)
-    audit.write("cycle", cycle=2, kept=[], dropped=[], usage={}, tool_calls=[],
+    audit.write(CycleRecord(cycle=2, kept=[], dropped=[], usage={}, tool_calls=[],
                 text="The answer\nis 42.", followup=["t1"],
-                effects={"refusals": ["refused: max_delegation_depth=5"]})
+                effects={"refusals": ["refused: max_delegation_depth=5"]}))
 
     lines = log(app, hive, "worker").output.splitlines()
     assert [line.strip() for line in lines[1:]] == [
@@ -138,7 +146,7 @@ def test_long_term_memory_use_of_a_cycle_is_shown(app: typer.Typer, hive: Hive) 
     only --json showed them."""
     write_agent(hive, "worker")
     audit = AuditLog(hive.audit_path("worker"), fsync=False)
-    audit.write("cycle", cycle=1, kept=[], dropped=[], usage={}, tool_calls=[], effects={
+    audit.write(CycleRecord(cycle=1, kept=[], dropped=[], usage={}, tool_calls=[], effects={
         "memories": [
             {"op": "context", "query": "launch window", "results": [
                 {"id": "m-1", "score": 0.81}, {"id": "m-2", "score": 0.5}]},
@@ -146,7 +154,7 @@ def test_long_term_memory_use_of_a_cycle_is_shown(app: typer.Typer, hive: Hive) 
             {"op": "recall", "query": "apollo", "results": []},
             {"op": "end_task", "task_id": "t1", "consolidated": ["m-3"], "promoted": [],
              "cleared": ["m-4", "m-5"], "value_updates": {"m-1": [0.5, 0.6]}, "pruned": []},
-        ]})  # fmt: skip
+        ]}))  # fmt: skip
 
     lines = [line.strip() for line in log(app, hive, "worker").output.splitlines()]
 
@@ -160,11 +168,11 @@ def test_long_term_memory_use_of_a_cycle_is_shown(app: typer.Typer, hive: Hive) 
 def test_budget_and_rom_records_read_as_sentences(app: typer.Typer, hive: Hive) -> None:
     write_agent(hive, "worker")
     audit = AuditLog(hive.audit_path("worker"), fsync=False)
-    audit.write("budget", cycle=2, warned="task:t1")
-    audit.write("budget", cycle=3, warned="day:2026-11-23")
-    audit.write("config_error", cycle=3, error="agents/worker/ROM.md: line 2: max_steps must "
-                "be ≥ 1 (got 0)")
-    audit.write("config_fixed", cycle=4)
+    audit.write(BudgetNotice(cycle=2, warned="task:t1"))
+    audit.write(BudgetNotice(cycle=3, warned="day:2026-11-23"))
+    audit.write(RomProblem(cycle=3, error="agents/worker/ROM.md: line 2: max_steps must "
+                "be ≥ 1 (got 0)"))
+    audit.write(RomFixed(cycle=4))
 
     lines = log(app, hive, "worker").output.splitlines()
 
@@ -181,11 +189,11 @@ def test_an_interrupted_cycle_reads_as_a_sentence(app: typer.Typer, hive: Hive) 
     """It was printed as a raw dict: `#52 interrupted {'started_at': ..., 'tasks': [...]}`."""
     write_agent(hive, "worker")
     audit = AuditLog(hive.audit_path("worker"), fsync=False)
-    audit.write("interrupted", cycle=4, started_at="2026-11-23T08:19:35.123456+00:00",
-                tasks=["t205", "t206"], mail=["m1"])
-    audit.write("interrupted", cycle=5, started_at="2026-11-23T09:00:00+00:00",
-                tasks=["t9"], mail=[])
-    audit.write("interrupted", cycle=6, tasks=[], mail=[])
+    audit.write(Interrupted(cycle=4, started_at="2026-11-23T08:19:35.123456+00:00",
+                tasks=["t205", "t206"], mail=["m1"]))
+    audit.write(Interrupted(cycle=5, started_at="2026-11-23T09:00:00+00:00",
+                tasks=["t9"], mail=[]))
+    audit.write(Interrupted(cycle=6, tasks=[], mail=[]))
 
     lines = log(app, hive, "worker").output.splitlines()
 
@@ -210,7 +218,7 @@ def test_last_n_shows_only_the_last_n_records(app: typer.Typer, hive: Hive) -> N
     write_agent(hive, "worker")
     audit = AuditLog(hive.audit_path("worker"), fsync=False)
     for n in range(1, 6):
-        audit.write("reflection", cycle=n)
+        audit.write(Reflection(cycle=n))
 
     def cycles(*args: str) -> list[int]:
         result = log(app, hive, "worker", "--json", *args)
@@ -255,15 +263,15 @@ def test_new_records_are_read_once_each_from_where_the_last_read_ended(tmp_path:
     path = tmp_path / "a.jsonl"
     assert run_cmd._new_records(path, run_cmd.Position()) == ([], run_cmd.Position())  # no file
     audit = AuditLog(path, fsync=False)
-    audit.write("reflection", cycle=1)
-    audit.write("reflection", cycle=2)
+    audit.write(Reflection(cycle=1))
+    audit.write(Reflection(cycle=2))
     records, at = run_cmd._new_records(path, run_cmd.Position())
-    assert [r["cycle"] for r in records] == [1, 2]
+    assert [r.cycle for r in records] == [1, 2]
     assert at.offset == path.stat().st_size
     assert run_cmd._new_records(path, at) == ([], at)
-    audit.write("reflection", cycle=3)
+    audit.write(Reflection(cycle=3))
     records, at = run_cmd._new_records(path, at)
-    assert [r["cycle"] for r in records] == [3]
+    assert [r.cycle for r in records] == [3]
 
 
 def test_a_line_still_being_written_is_read_once_it_is_complete(tmp_path: Path) -> None:
@@ -272,12 +280,12 @@ def test_a_line_still_being_written_is_read_once_it_is_complete(tmp_path: Path) 
     cut = second.index("é".encode()) + 1  # inside the two bytes of "é", too
     append_bytes(path, first + second[:cut])
     records, at = run_cmd._new_records(path, run_cmd.Position())
-    assert records == [{"event": "reflection", "cycle": 1}]
+    assert [r.as_json() for r in records] == [{"event": "reflection", "cycle": 1}]
     assert at.offset == len(first)  # the partial tail is left for the next read
     assert run_cmd._new_records(path, at) == ([], at)
     append_bytes(path, second[cut:])
     records, at = run_cmd._new_records(path, at)
-    assert records == [{"event": "note", "text": "café"}]
+    assert [r.as_json() for r in records] == [{"event": "note", "text": "café"}]
     assert at.offset == len(first) + len(second)
 
 
@@ -287,7 +295,7 @@ def test_a_file_that_shrank_is_read_again_from_its_start(tmp_path: Path) -> None
     _, at = run_cmd._new_records(path, run_cmd.Position())
     path.write_bytes(line_of(event="reflection", cycle=9))  # truncated and rewritten, shorter
     records, at = run_cmd._new_records(path, at)
-    assert [r["cycle"] for r in records] == [9]
+    assert [r.cycle for r in records] == [9]
     assert at.offset == path.stat().st_size
 
 
@@ -300,7 +308,7 @@ def test_a_replaced_file_is_read_from_its_start_even_if_it_is_longer(tmp_path: P
                     + line_of(event="reflection", cycle=8))
     os.replace(new, path)
     records, at = run_cmd._new_records(path, at)
-    assert [r["cycle"] for r in records] == [7, 8]
+    assert [r.cycle for r in records] == [7, 8]
     assert run_cmd._new_records(path, at) == ([], at)
 
 
@@ -309,10 +317,10 @@ def test_bad_lines_are_skipped_and_reading_goes_on(tmp_path: Path) -> None:
     append_bytes(path, line_of(event="reflection", cycle=1) + b"not json\n" + b"[1, 2]\n"
                  + b"\xff\xfe{\n" + b"\n" + line_of(event="reflection", cycle=2))
     records, at = run_cmd._new_records(path, run_cmd.Position())
-    assert [r["cycle"] for r in records] == [1, 2]
+    assert [r.cycle for r in records] == [1, 2]
     append_bytes(path, b"{broken\n" + line_of(event="reflection", cycle=3))
     records, at = run_cmd._new_records(path, at)
-    assert [r["cycle"] for r in records] == [3]
+    assert [r.cycle for r in records] == [3]
     assert at.offset == path.stat().st_size
 
 
@@ -350,7 +358,7 @@ def test_follow_prints_new_records_even_one_written_in_two_parts_and_ctrl_c_ends
     try:
         old = records_in(path)
         assert [next_record() for _ in old] == old
-        AuditLog(path, fsync=False).write("reflection", cycle=2, note="appended")
+        AuditLog(path, fsync=False).write(Reflection(cycle=2, note="appended"))
         assert next_record()["note"] == "appended"  # printed as it came: not held in a buffer
         whole = line_of(event="reflection", cycle=3, note="in two parts")
         append_bytes(path, whole[:20])

@@ -17,6 +17,7 @@ import pytest
 from bench.crash_harness import run_crash
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.cycle import Agent
+from hivemind.agent.record import CycleStart
 from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
@@ -220,13 +221,13 @@ async def test_a_finished_task_whose_copy_cannot_be_removed_is_listed_nowhere(
 
 def test_a_torn_last_audit_line_does_not_swallow_the_next_record(hive: Hive) -> None:
     log = AuditLog(hive.audit_path("worker"))
-    log.append("cycle_start", cycle=1, tasks=["t1"], mail=[])
+    log.append(CycleStart(cycle=1, tasks=["t1"], mail=[]))
     with open(log.path, "a", encoding="utf-8") as fh:  # killed in the middle of a long write
         fh.write(json.dumps({"event": "cycle", "cycle": 1, "kept": ["x" * 50]})[:40])
 
     fresh = AuditLog(hive.audit_path("worker"))
     assert fresh.mark_interrupted() == [1]
-    fresh.append("cycle_start", cycle=2, tasks=[], mail=[])
+    fresh.append(CycleStart(cycle=2, tasks=[], mail=[]))
 
-    events = [(r["event"], r["cycle"]) for r in AuditLog(log.path).records()]
+    events = [(r.event, r.cycle) for r in AuditLog(log.path).records()]
     assert events == [("cycle_start", 1), ("interrupted", 1), ("cycle_start", 2)]

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hivemind.agent.audit import AuditLog
+from hivemind.agent.record import CycleRecord, CycleStart
 from hivemind.cli.app import app
 from hivemind.fs.filenames import safe
 from hivemind.hive.layout import HUMAN, Hive
@@ -204,8 +205,8 @@ def test_a_lone_surrogate_in_a_record_is_written_escaped_not_failing(
 ) -> None:
     log = AuditLog(tmp_path / "a.jsonl", fsync=False)
 
-    log.append("cycle_start", cycle=1, tasks=[text], mail=[], extra={text: text})
-    log.append("cycle", cycle=1, text="after")
+    log.append(CycleStart(cycle=1, tasks=[text], mail=[], extra={text: text}))
+    log.append(CycleRecord(cycle=1, text="after"))
 
     first, second = (json.loads(line) for line in log.path.read_text("utf-8").splitlines())
     assert first["tasks"] == [written] and first["extra"] == {written: written}

@@ -18,6 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from hivemind.agent.auditfile import AUDIT_TAIL_BYTES, MAX_RECORD_BYTES, LineReader
+from hivemind.agent.record import (
+    AnyRecord,
+    AuditRecord,
+    BudgetNotice,
+    CycleRecord,
+    CycleStart,
+    Interrupted,
+    RomFixed,
+    RomProblem,
+    read_record,
+)
 from hivemind.clock import utcnow
 from hivemind.fs import diskspace
 from hivemind.fs.filenames import shown
@@ -29,9 +40,9 @@ logger = logging.getLogger(__name__)
 _REDACT_KEYS = ("api_key", "authorization", "x-api-key")
 
 
-def parse_record(line: str | bytes) -> dict[str, Any] | None:
+def parse_record(line: str | bytes) -> AnyRecord | None:
     """The record on one line of an audit file; None for a blank, torn or foreign line
-    (anything but a JSON object)."""
+    (anything but a JSON object that fits a record)."""
     if isinstance(line, bytes):
         line = line.decode("utf-8", errors="replace")
     if not line.strip():
@@ -40,7 +51,15 @@ def parse_record(line: str | bytes) -> dict[str, Any] | None:
         rec = json.loads(line)
     except json.JSONDecodeError:
         return None
-    return rec if isinstance(rec, dict) else None
+    return read_record(rec) if isinstance(rec, dict) else None
+
+
+def _fields(record: AuditRecord) -> dict[str, Any]:
+    """The line of `record`: `event` and `at` first, then each field it was given."""
+    given = record.model_fields_set
+    data = record.model_dump()
+    return {"event": record.event, "at": record.at,
+            **{k: v for k, v in data.items() if k in given and k not in ("event", "at")}}
 
 
 def _redact(obj: Any, secrets: tuple[str, ...]) -> Any:
@@ -87,16 +106,21 @@ class AuditLog:
         self._tail_checked = False
         self._told: set[str] = set()  # what `records` has warned of: once each
 
-    def append(self, event: str, **fields: Any) -> dict[str, Any]:
-        """Write one record (with `event` and `at`) durably; returns it."""
-        record = self.write(event, **fields)
+    def append(self, record: AuditRecord) -> AuditRecord:
+        """Write `record` (stamped with `at`) durably; returns it."""
+        self.write(record)
         if self.fsync:
             fsync_all([self.path])
         return record
 
-    def write(self, event: str, **fields: Any) -> dict[str, Any]:
-        """Append one record (with `event` and `at`), not flushed yet: see `flushed`."""
-        record = {"event": event, "at": utcnow().isoformat(), **fields}
+    def write(self, record: AuditRecord) -> AuditRecord:
+        """Append `record`, stamped with `at` now, not flushed yet: see `flushed`. Its
+        line holds the fields it was given (all a cycle record has) and no others."""
+        record.at = utcnow().isoformat()
+        self._append(_fields(record))
+        return record
+
+    def _append(self, record: dict[str, Any]) -> None:
         line = self._line(record)
         try:
             data = line.encode("utf-8")
@@ -118,7 +142,6 @@ class AuditLog:
                 view = view[diskspace.write(fd, view, self.path) :]
         finally:
             os.close(fd)
-        return record
 
     def _line(self, record: dict[str, Any]) -> str:
         line = json.dumps(record, default=str, ensure_ascii=False)
@@ -171,7 +194,7 @@ class AuditLog:
         except FileNotFoundError:
             return ""
 
-    def records(self) -> Iterator[dict[str, Any]]:
+    def records(self) -> Iterator[AnyRecord]:
         """Every record in the file's last `AUDIT_TAIL_BYTES`, in order; a torn last line
         (crash mid-write) and a line over `MAX_RECORD_BYTES` are skipped."""
         if not self.path.is_file():
@@ -199,28 +222,22 @@ class AuditLog:
     def mark_interrupted(self) -> list[int]:
         """Append an `interrupted` record for each cycle that started but never ended
         (and note `last_cycle` and `config_error` on the way)."""
-        open_cycles: dict[int, dict[str, Any]] = {}
+        open_cycles: dict[int, CycleStart] = {}
         last_cycle = 0
         for rec in self.records():
-            if rec.get("event") in ("config_error", "config_fixed"):
-                error = rec.get("error")
-                self.config_error = error if isinstance(error, str) else None
-            n = rec.get("cycle")
-            if not isinstance(n, int):
+            if isinstance(rec, (RomProblem, RomFixed)):
+                self.config_error = rec.error if isinstance(rec, RomProblem) else None
+            n = rec.cycle
+            if n is None:
                 continue
             last_cycle = max(last_cycle, n)
-            if rec.get("event") == "cycle_start":
+            if isinstance(rec, CycleStart):
                 open_cycles[n] = rec
-            elif rec.get("event") in ("cycle", "interrupted"):
+            elif isinstance(rec, (CycleRecord, Interrupted)):
                 open_cycles.pop(n, None)
         for n, start in sorted(open_cycles.items()):
-            self.append(
-                "interrupted",
-                cycle=n,
-                started_at=start.get("at"),
-                tasks=start.get("tasks", []),
-                mail=start.get("mail", []),
-            )
+            self.append(Interrupted(cycle=n, started_at=start.at, tasks=start.tasks,
+                                    mail=start.mail))
         self.last_cycle = last_cycle
         return sorted(open_cycles)
 
@@ -234,16 +251,13 @@ class AuditLog:
         a day's if given since `since` (the start of today)."""
         warned: set[str] = set()
         for rec in self.records():
-            key = rec.get("warned")
-            if rec.get("event") != "budget" or not isinstance(key, str):
+            if not isinstance(rec, BudgetNotice) or rec.warned is None:
                 continue
-            if key.startswith("day:"):
-                try:
-                    if datetime.fromisoformat(str(rec.get("at"))) < since:
-                        continue
-                except ValueError:
+            if rec.warned.startswith("day:"):
+                at = rec.time
+                if at is None or at < since:
                     continue
-            warned.add(key)
+            warned.add(rec.warned)
         return warned
 
     def usage_since(self, since: datetime) -> tuple[int, dict[str, int]]:
@@ -251,17 +265,12 @@ class AuditLog:
         total = 0
         per_task: dict[str, int] = {}
         for rec in self.records():
-            if rec.get("event") != "cycle":
+            if not isinstance(rec, CycleRecord):
                 continue
-            usage = rec.get("usage") or {}
-            keys = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
-            spent = sum(int(usage.get(k, 0) or 0) for k in keys)
-            for tid in rec.get("tasks", []):
+            spent = rec.tokens
+            for tid in rec.tasks:
                 per_task[tid] = per_task.get(tid, 0) + spent
-            try:
-                at = datetime.fromisoformat(str(rec.get("at")))
-            except ValueError:
-                continue
-            if at >= since:
+            at = rec.time
+            if at is not None and at >= since:
                 total += spent
         return total, per_task

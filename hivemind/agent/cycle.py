@@ -22,6 +22,19 @@ from hivemind.agent.history import compact_history, keep_steps_of, note_said
 from hivemind.agent.model_failure import fail_refused_tasks, note_model_error
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prefix import PrefixReuse
+from hivemind.agent.record import (
+    BudgetNotice,
+    CycleRecord,
+    CycleStart,
+    DroppedEntry,
+    EffectsRecord,
+    KeptEntry,
+    Reflection,
+    RomFixed,
+    RomProblem,
+    ToolCallRecord,
+    UsageClamped,
+)
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.report import CycleReport
 from hivemind.agent.restore import restore_history
@@ -130,9 +143,9 @@ class Agent:
         self._audited_error = self.config_error
         with contextlib.suppress(OSError):  # the log's own trouble shows at the next cycle
             if self.config_error is not None:
-                self.audit.append("config_error", cycle=self.cycle_no, error=self.config_error)
+                self.audit.append(RomProblem(cycle=self.cycle_no, error=self.config_error))
             else:
-                self.audit.append("config_fixed", cycle=self.cycle_no)
+                self.audit.append(RomFixed(cycle=self.cycle_no))
 
     # -- the cycle -----------------------------------------------------------
     async def cycle(self) -> CycleReport:
@@ -228,7 +241,7 @@ class Agent:
     def _told(self, key: str) -> None:
         """Note in the audit log that a person was told `key` (a budget notice), so a
         restart the same day does not tell them again (see `recover`)."""
-        self.audit.append("budget", cycle=self.cycle_no, warned=key)
+        self.audit.append(BudgetNotice(cycle=self.cycle_no, warned=key))
 
     async def _think(self, cfg: AgentConfig, p: Perception, report: CycleReport) -> None:
         self.cycle_no += 1
@@ -246,7 +259,7 @@ class Agent:
         # The start line is written now and flushed with the first files the tools
         # flush (one trip to the disk, not two), so it is on disk before any of their
         # effects shows; a cycle whose tools flush nothing flushes it at its end.
-        self.audit.write("cycle_start", cycle=self.cycle_no, tasks=task_ids, mail=mail_ids)
+        self.audit.write(CycleStart(cycle=self.cycle_no, tasks=task_ids, mail=mail_ids))
         start_flushed = self.audit.flushed(lazy=True)
         ctx = ToolContext(
             hive=self.s.hive, agent=self.name, config=cfg, board=self.s.board, post=self.s.post,
@@ -368,11 +381,12 @@ class Agent:
                 self.name, reflector, project=ref.task.project if ref else None
             )
         except ModelError as exc:
-            self.audit.append("reflection", cycle=self.cycle_no, error=str(exc))
+            self.audit.append(Reflection(cycle=self.cycle_no, error=str(exc)))
             return
         if written:
-            self.audit.append("reflection", cycle=self.cycle_no,
-                              written=[{"id": r.id, "content": r.content} for r in written])
+            self.audit.append(Reflection(
+                cycle=self.cycle_no,
+                written=[{"id": r.id, "content": r.content} for r in written]))
 
     async def _call(
         self, request: ModelRequest, report: CycleReport, task_ids: list[str]
@@ -385,7 +399,7 @@ class Agent:
                 report.model_ms += (time.perf_counter() - t0) * 1000
         report.usage = report.usage + response.usage
         if response.usage_note:  # the endpoint's figures were clamped: said in the log
-            self.audit.write("usage_clamped", cycle=self.cycle_no, note=response.usage_note)
+            self.audit.write(UsageClamped(cycle=self.cycle_no, note=response.usage_note))
         report.rounds += 1
         self.budget.record(response.usage.total_input + response.usage.output_tokens, task_ids)
         return with_valid_text(response)
@@ -394,7 +408,7 @@ class Agent:
         self,
         report: CycleReport,
         built: BuiltContext,
-        dropped: list[dict[str, Any]],
+        dropped: list[DroppedEntry],
         calls: list[dict[str, Any]],
         text: str,
         ctx: ToolContext,
@@ -412,27 +426,26 @@ class Agent:
             if report.cost is None and report.usage.total_input + report.usage.output_tokens:
                 report.unpriced_model = ctx.config.model
         note_said(self.working, text, task_ids, report.cycle)
-        self.audit.write(
-            "cycle",
+        self.audit.write(CycleRecord(
             cycle=report.cycle,
             agent=self.name,
             provider=self.s.provider.name,
             tasks=task_ids,
             mail=mail_ids,
-            kept=[{"id": e["id"], "tokens": built.token_counts.get(e["id"], 0)}
+            kept=[KeptEntry(id=e["id"], tokens=built.token_counts.get(e["id"], 0))
                   for e in built.entries],
             dropped=dropped,
             context_tokens=built.tokens,
-            usage=report.usage.model_dump(),
+            usage=report.usage,
             cost=report.cost,
-            tool_calls=calls,
+            tool_calls=[ToolCallRecord.model_validate(c) for c in calls],
             text=short(text, 1000),
-            effects={
-                "messages_sent": fx.messages_sent, "files_written": fx.files_written,
-                "tasks_created": fx.tasks_created, "tasks_completed": fx.tasks_completed,
-                "tasks_failed": fx.tasks_failed, "memories": fx.memories,
-                "waits": fx.waits, "refusals": fx.refusals, "delegated": fx.delegated,
-            },
+            effects=EffectsRecord(
+                messages_sent=fx.messages_sent, files_written=fx.files_written,
+                tasks_created=fx.tasks_created, tasks_completed=fx.tasks_completed,
+                tasks_failed=fx.tasks_failed, memories=fx.memories,
+                waits=fx.waits, refusals=fx.refusals, delegated=fx.delegated,
+            ),
             followup=self.held.pending if report.followup else [],
             held=self.held.snapshot(),
             error=report.error,
@@ -440,5 +453,5 @@ class Agent:
             duration_ms=round((time.perf_counter() - report.started) * 1000, 1),
             model_ms=round(report.model_ms, 1),
             tools_ms=round(report.tools_ms, 1),
-        )
+        ))
 

@@ -9,12 +9,12 @@ progress (no tool call not made before, the loop breaker's rule) count; past
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hivemind.agent.concerns import concerned_tasks
+from hivemind.agent.record import AuditRecord, CycleRecord, TrackRecord
 from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox, MailItem
@@ -88,28 +88,25 @@ class HeldWork:
                 self.conversations.heard(m.from_, thread_key(m.thread or m.in_reply_to,
                                                              m.task, m.subject))
 
-    def snapshot(self) -> dict[str, dict[str, Any]]:
+    def snapshot(self) -> dict[str, TrackRecord]:
         """The tracks as the audit record keeps them (`restore` reads them back)."""
-        return {tid: {"attempt": t.attempt, "rounds": t.rounds, "idle": t.idle,
-                      "waits": t.waits, "asked": sorted(t.asked),
-                      "children": sorted(t.children)}
+        return {tid: TrackRecord(attempt=t.attempt, rounds=t.rounds, idle=t.idle,
+                                 waits=t.waits, asked=sorted(t.asked),
+                                 children=sorted(t.children))
                 for tid, t in self.tracks.items()}
 
-    def restore(self, records: Iterable[dict[str, Any]], held: dict[str, int]) -> None:
+    def restore(self, records: Iterable[AuditRecord], held: dict[str, int]) -> None:
         """After a restart: each held task's track as the last cycle record of its
         current attempt left it, so its ceilings and what it waits for outlive the
         daemon (a retried task starts afresh)."""
         self.mirrored = None  # its cycles run here from now on (a worker's came home)
         for rec in records:
-            for tid, t in (rec.get("held") or {}).items() if rec.get("event") == "cycle" else ():
-                if not isinstance(t, dict) or t.get("attempt") != held.get(tid, -1):
+            for tid, t in rec.held.items() if isinstance(rec, CycleRecord) else ():
+                if t.attempt != held.get(tid, -1):
                     continue
-                with contextlib.suppress(ValueError, TypeError):  # a hand-edited log
-                    self.tracks[tid] = TaskTrack(
-                        attempt=held[tid], idle=int(t.get("idle") or 0),
-                        rounds=int(t.get("rounds") or 0), waits=str(t.get("waits") or "") or None,
-                        asked={str(a) for a in t.get("asked") or ()},
-                        children={str(c) for c in t.get("children") or ()})
+                self.tracks[tid] = TaskTrack(
+                    attempt=held[tid], idle=t.idle, rounds=t.rounds, waits=t.waits or None,
+                    asked=set(t.asked), children=set(t.children))
 
     def input_keys(self) -> set[str]:
         return {f"followup:{self.turn}"} if self.pending else set()

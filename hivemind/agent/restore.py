@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.concerns import concerned_tasks
+from hivemind.agent.record import CycleRecord
 from hivemind.agent.toolrun import short
 from hivemind.clock import utcnow
 from hivemind.memory.blocks import HistoryBlock, Priority
@@ -46,45 +47,23 @@ class _Step:
         )
 
 
-def _record_time(rec: Mapping[str, Any]) -> datetime | None:
-    """When the record was written (UTC); None if its `at` is not a time."""
-    try:
-        at = datetime.fromisoformat(str(rec.get("at")))
-    except ValueError:
-        return None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
-
-
-def _record_steps(rec: Mapping[str, Any], at: datetime, held: set[str]) -> Iterator[_Step]:
+def _record_steps(rec: CycleRecord, at: datetime, held: set[str]) -> Iterator[_Step]:
     """The steps of one cycle record that concern a task of `held`, as the cycle filed
     them: each call under the tasks `concerned_tasks` finds among all the cycle's tasks
     (not only those still held: a call for a task that ended since must not fall back
     to "every task"), what the model said under all of them."""
-    tasks = [t for t in rec.get("tasks") or [] if isinstance(t, str)]
-    cycle = rec.get("cycle")
-    for call in rec.get("tool_calls") or []:
-        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+    for call in rec.tool_calls:
+        if call.name is None:
             continue
-        given = call.get("input")
-        args: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-        ids = [t for t in concerned_tasks(args, tasks) if t in held]
+        args: Mapping[str, Any] = call.input if isinstance(call.input, Mapping) else {}
+        ids = [t for t in concerned_tasks(args, rec.tasks) if t in held]
         if ids:
-            result = ("error: " if call.get("error") else "") + short(
-                str(call.get("result", "")), 200)
-            yield _Step(call["name"], short(given, 200), result, at, cycle, ids)
-    text = rec.get("text")
-    ids = [t for t in tasks if t in held]
-    if isinstance(text, str) and text and ids:
-        yield _Step("said", short(text, 500), None, at, cycle, ids)
-
-
-def _ended(rec: Mapping[str, Any]) -> set[str]:
-    """The tasks the cycle of `rec` completed or failed."""
-    effects = rec.get("effects")
-    if not isinstance(effects, Mapping):
-        return set()
-    return {t for key in ("tasks_completed", "tasks_failed")
-            for t in effects.get(key) or [] if isinstance(t, str)}
+            result = ("error: " if call.error else "") + short(
+                str(call.result if call.result is not None else ""), 200)
+            yield _Step(call.name, short(call.input, 200), result, at, rec.cycle, ids)
+    ids = [t for t in rec.tasks if t in held]
+    if rec.text and ids:
+        yield _Step("said", short(rec.text, 500), None, at, rec.cycle, ids)
 
 
 def _trim(steps: list[_Step], keep_newest: int, dropped: dict[tuple[str, ...], int]) -> list[_Step]:
@@ -124,12 +103,12 @@ def _steps(
     keep_newest = limit + LINES_KEPT
     bound = 4 * keep_newest
     for rec in audit.records():
-        if rec.get("event") != "cycle":
+        if not isinstance(rec, CycleRecord):
             continue
-        at = _record_time(rec)
+        at = rec.time
         if at is not None:
             steps.extend(_record_steps(rec, at, held))
-        ended = _ended(rec) & held
+        ended = rec.ended_tasks & held
         if ended:
             for step in steps:
                 step.task_ids = [t for t in step.task_ids if t not in ended]

@@ -10,6 +10,7 @@ from typing import Any
 
 from hivemind.agent.perceive import Perception
 from hivemind.agent.prompt import system_prompt, team_text
+from hivemind.agent.record import DroppedEntry
 from hivemind.agent.services import HiveServices
 from hivemind.agent.shelf import KnowledgeShelf
 from hivemind.llm.base import ModelRequest
@@ -37,9 +38,9 @@ class ContextView:
     budget: int
     recalled: dict[str, Any] | None = None
 
-    def dropped_rows(self) -> list[dict[str, Any]]:
+    def dropped_rows(self) -> list[DroppedEntry]:
         return [
-            {"id": d.block.id, "reason": d.reason, "tokens": d.tokens}
+            DroppedEntry(id=d.block.id, reason=d.reason, tokens=d.tokens)
             for d in [*self.selection.dropped, *self.built.dropped]
         ]
 

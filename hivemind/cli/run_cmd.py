@@ -16,6 +16,16 @@ from rich.text import Text
 
 from hivemind.agent.audit import parse_record
 from hivemind.agent.auditfile import AUDIT_TAIL_BYTES, MAX_RECORD_BYTES, LineReader
+from hivemind.agent.record import (
+    AnyRecord,
+    AuditRecord,
+    BudgetNotice,
+    CycleRecord,
+    CycleStart,
+    Interrupted,
+    RomFixed,
+    RomProblem,
+)
 from hivemind.agent.report import CycleReport
 from hivemind.cli.common import (
     HiveArgument,
@@ -220,73 +230,68 @@ def register(app: typer.Typer) -> None:
             _follow(path, as_json, at)
 
 
-def _print_record(rec: dict[str, Any], as_json: bool) -> None:
+def _print_record(rec: AnyRecord, as_json: bool) -> None:
     """One line a record (and one a tool call), the file's text shown as is, never as markup."""
     if as_json:
-        console.out(json.dumps(rec, ensure_ascii=False, default=str), highlight=False)
+        console.out(json.dumps(rec.as_json(), ensure_ascii=False, default=str), highlight=False)
         return
-    event = rec.get("event")
-    cycle = rec.get("cycle")
-    head = Text.assemble((str(rec.get("at") or "")[:19], "dim"),
+    cycle = rec.cycle
+    head = Text.assemble((str(rec.at or "")[:19], "dim"),
                          f" #{cycle} " if cycle is not None else " ")
-    if event == "cycle_start":
+    if isinstance(rec, CycleStart):
         _line(head, "start ", _fields(rec, "tasks", "mail"))
-    elif event == "cycle":
-        usage = rec.get("usage")
-        tokens = sum(int(v or 0) for v in usage.values()) if isinstance(usage, dict) else 0
+    elif isinstance(rec, CycleRecord):
         _line(head, ("cycle", "bold"),
-              f" kept={len(rec.get('kept') or [])} dropped={len(rec.get('dropped') or [])}"
-              f" tokens={tokens}{_cost_field(rec.get('cost'))}{_ms_field(rec.get('duration_ms'))}")
-        for call in rec.get("tool_calls") or []:
-            mark = ("✗", "red") if call.get("error") else ("✓", "green")
-            given = json.dumps(call.get("input"), ensure_ascii=False, default=str)
-            result = call.get("result")
-            _line("     ", mark, f" {call.get('name') or '?'} {given[:100]}",
+              f" kept={len(rec.kept)} dropped={len(rec.dropped)}"
+              f" tokens={rec.tokens}{_cost_field(rec.cost)}{_ms_field(rec.duration_ms)}")
+        for call in rec.tool_calls:
+            mark = ("✗", "red") if call.error else ("✓", "green")
+            given = json.dumps(call.input, ensure_ascii=False, default=str)
+            result = call.result
+            _line("     ", mark, f" {call.name or '?'} {given[:100]}",
                   f" → {_one_line(result)[:100]}" if result is not None else "")
-        if rec.get("text"):  # what the model said: its answer, even one no tool took
-            _line("     ", ("said", "cyan"), f" {_one_line(rec['text'])[:300]}")
-        if rec.get("ended"):  # the turn's end with no closing model call, and why
-            _line("     ", ("ended", "green"), f" {_one_line(rec['ended'])[:100]}, "
+        if rec.text:  # what the model said: its answer, even one no tool took
+            _line("     ", ("said", "cyan"), f" {_one_line(rec.text)[:300]}")
+        if rec.ended:  # the turn's end with no closing model call, and why
+            _line("     ", ("ended", "green"), f" {_one_line(rec.ended)[:100]}, "
                   "no closing model call")
-        effects = rec.get("effects")
-        for why in (effects.get("refusals") or []) if isinstance(effects, dict) else []:
+        for why in rec.effects.refusals:
             _line("     ", ("refused", "yellow"), f" {_one_line(why)[:200]}")
-        if rec.get("followup"):
-            _line("     ", ("follow-up", "yellow"), f" {', '.join(map(str, rec['followup']))}")
-        for op in (effects.get("memories") or []) if isinstance(effects, dict) else []:
-            text = _memory_op(op) if isinstance(op, dict) else None
+        if rec.followup:
+            _line("     ", ("follow-up", "yellow"), f" {', '.join(rec.followup)}")
+        for op in rec.effects.memories:
+            text = _memory_op(op)
             if text:
                 _line("     ", ("memory", "cyan"), f" {text}")
-        if rec.get("error"):
-            _line(("     error: " + _one_line(rec["error"]), "red"))
-    elif event == "budget" and isinstance(rec.get("warned"), str):
-        what, _, which = rec["warned"].partition(":")
+        if rec.error:
+            _line(("     error: " + _one_line(rec.error), "red"))
+    elif isinstance(rec, BudgetNotice) and rec.warned is not None:
+        what, _, which = rec.warned.partition(":")
         told = (f"task {which} stopped: its token budget is spent" if what == "task"
                 else f"paused: its daily token budget for {which} is spent")
         _line(head, ("budget", "yellow"), f" {told} (human was told)")
-    elif event == "config_error":
-        _line(head, ("ROM error", "red"), " ", _one_line(rec.get("error") or "?"))
-    elif event == "config_fixed":
+    elif isinstance(rec, RomProblem):
+        _line(head, ("ROM error", "red"), " ", _one_line(rec.error or "?"))
+    elif isinstance(rec, RomFixed):
         _line(head, ("ROM fixed", "green"))
-    elif event == "interrupted":
+    elif isinstance(rec, Interrupted):
         _line(head, ("interrupted", "yellow"), f" {_interrupted(rec)}")
     else:
-        rest = {k: v for k, v in rec.items() if k not in ("event", "at", "cycle")}
-        _line(head, (str(event), "yellow"), f" {rest}")
+        rest = {k: v for k, v in rec.as_json().items() if k not in ("event", "at", "cycle")}
+        _line(head, (str(rec.event), "yellow"), f" {rest}")
 
 
-def _interrupted(rec: dict[str, Any]) -> str:
+def _interrupted(rec: Interrupted) -> str:
     """What an `interrupted` record tells: a cycle that started and never ended, and what
     it held (its tasks stayed in active/, its mail in new/: the next run took them up)."""
-    started = str(rec.get("started_at") or "")[:19]
+    started = str(rec.started_at or "")[:19]
     text = f"the cycle started {started} never ended" if started else "the cycle never ended"
     text += " (the daemon stopped or was killed mid-cycle)"
-    tasks, mail = rec.get("tasks"), rec.get("mail")
     held = []
-    if isinstance(tasks, list) and tasks:
-        held.append(f"{'task' if len(tasks) == 1 else 'tasks'} {', '.join(map(str, tasks))}")
-    if isinstance(mail, list) and mail:
-        held.append(f"mail {', '.join(map(str, mail))}")
+    if rec.tasks:
+        held.append(f"{'task' if len(rec.tasks) == 1 else 'tasks'} {', '.join(rec.tasks)}")
+    if rec.mail:
+        held.append(f"mail {', '.join(rec.mail)}")
     if held:
         plural = len(held) > 1 or held[0].startswith("tasks")
         text += f"; its {' and '.join(held)} {'were' if plural else 'was'} left for the next run"
@@ -318,9 +323,10 @@ def _memory_op(op: dict[str, Any]) -> str | None:
     return None
 
 
-def _fields(rec: dict[str, Any], *names: str) -> str:
+def _fields(rec: AuditRecord, *names: str) -> str:
     """` tasks=['t1'] mail=[]`: the fields the record has (a missing one is left out)."""
-    return "".join(f" {n}={rec[n]}" for n in names if rec.get(n) is not None)
+    given = rec.as_json()
+    return "".join(f" {n}={given[n]}" for n in names if given.get(n) is not None)
 
 
 def _ms_field(ms: object) -> str:
@@ -352,7 +358,7 @@ class Position(NamedTuple):
 
 def _new_records(
     path: Path, at: Position, keep: int | None = None, *, tail: bool = False
-) -> tuple[list[dict[str, Any]], Position]:
+) -> tuple[list[AnyRecord], Position]:
     """The records written to `path` since `at` (the last `keep` of them), and where they end.
 
     A last line without its newline is still being written: it is left for the next
@@ -360,7 +366,7 @@ def _new_records(
     last `AUDIT_TAIL_BYTES`). A line that is not a JSON object, or is over
     `MAX_RECORD_BYTES`, is skipped; at most `AUDIT_TAIL_BYTES` are read a call.
     """
-    records: deque[dict[str, Any]] = deque(maxlen=keep)
+    records: deque[AnyRecord] = deque(maxlen=keep)
     try:
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from hivemind.agent.cycle import Agent
+from hivemind.agent.record import CycleFailed
 from hivemind.agent.report import CycleReport, FailureKind
 from hivemind.hive.layout import HUMAN, Hive
 
@@ -93,7 +94,7 @@ def broken_cycle(agent: Agent, exc: Exception) -> CycleReport:
     tokens), and is retried after its back-off; the daemon stays up."""
     agent.last_error = f"{type(exc).__name__}: {exc}"
     with contextlib.suppress(OSError):
-        agent.audit.append("error", cycle=agent.cycle_no, error=agent.last_error)
+        agent.audit.append(CycleFailed(cycle=agent.cycle_no, error=agent.last_error))
     report = agent.recorded or CycleReport(agent=agent.name)  # its tokens were spent
     report.ran, report.error, report.retry = True, agent.last_error, True
     return report
