@@ -20,10 +20,10 @@ from hivemind.agent.flushes import RecordFlushes
 from hivemind.agent.followup import HeldWork, TurnEnd, end_held
 from hivemind.agent.history import compact_history, keep_steps_of, note_said
 from hivemind.agent.model_failure import fail_refused_tasks, note_model_error
+from hivemind.agent.pause import BudgetPause
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prefix import PrefixReuse
 from hivemind.agent.record import (
-    BudgetNotice,
     CycleRecord,
     CycleStart,
     DroppedEntry,
@@ -41,9 +41,8 @@ from hivemind.agent.restore import restore_history
 from hivemind.agent.services import HISTORY_KEPT, HiveServices
 from hivemind.agent.toolrun import ToolRunner, short
 from hivemind.agent.view import ContextAssembler
-from hivemind.errors import ConfigError, ModelError, UnknownAgentError, UserError
+from hivemind.errors import ConfigError, ModelError, UnknownAgentError
 from hivemind.fs.loopflusher import LoopFlusher
-from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox
 from hivemind.llm.base import (
     AssistantTurn,
@@ -61,8 +60,6 @@ from hivemind.tools.base import ToolContext
 
 logger = logging.getLogger(__name__)
 
-DAY_SPENT = "daily budget spent"  # why a cycle did not run: the agent is paused
-TASKS_SPENT = "task budgets spent"  # ...: every task it had was stopped by its budget
 
 
 def _cancelling() -> bool:
@@ -93,6 +90,7 @@ class Agent:
         self._gone = False  # its ROM.md is missing (see `config`)
         self.last_error: str | None = None
         self.flushes = RecordFlushes(self.audit)
+        self.pause = BudgetPause(name, services, self.working, self.audit)
         # The report of a cycle whose record is written, until the cycle returns it: a
         # stop that cuts the cycle after its record still counts it (`Daemon`).
         self.recorded: CycleReport | None = None
@@ -166,7 +164,7 @@ class Agent:
         if not new or not (p.has_work or (p.watch_keys - self.seen)):
             report.reason = "no new input"
             return report
-        paused = self._paused(cfg, p, report)
+        paused = self.pause.check(self.budget, cfg, p, report, self.cycle_no, self.seen)
         if paused is not None:
             report.reason = paused
             return report
@@ -182,66 +180,6 @@ class Agent:
             # a failed model call leaves the input unseen, to be retried after a back-off.
             self.seen |= new
         return report
-
-    def _paused(self, cfg: AgentConfig, p: Perception, report: CycleReport) -> str | None:
-        """Budgets: a spent day pauses the agent; a spent task fails that task. Why no
-        cycle runs (`DAY_SPENT`, `TASKS_SPENT`), or None."""
-        if self.budget.day_exhausted(cfg.budget):
-            released = self._release_unassigned(p)
-            if self.budget.first_warning(key := f"day:{self.budget.day}"):
-                self.s.post.send(
-                    self.name, HUMAN, f"[budget] {self.name} paused",
-                    f"{self.name} spent its daily budget of {cfg.budget.per_day} tokens "
-                    f"({self.budget.spent_today} used); it resumes tomorrow (UTC) or when "
-                    "you raise `budget.per_day` in its ROM."
-                    + (f" Back in tasks/ for other agents: {', '.join(released)}."
-                       if released else ""),
-                )
-                self._told(key)
-            return DAY_SPENT
-        for tid in self.budget.tasks_exhausted(cfg.budget, list(p.active)):
-            ref = p.active.pop(tid)
-            self.working.remove(f"task:{tid}")  # not shown to the model as active any more
-            self.s.board.fail(
-                ref, f"token budget per task spent ({self.budget.per_task[tid]} tokens)",
-                self.name, final=True,
-            )
-            report.tasks_failed += 1  # in the run's figures, whether a cycle runs or not
-            if self.budget.first_warning(key := f"task:{tid}"):
-                self.s.post.send(
-                    self.name, HUMAN, f"[budget] task {tid} stopped",
-                    f"Task {tid} used {self.budget.per_task[tid]} tokens, over the per-task "
-                    f"budget of {cfg.budget.per_task}; it was moved to tasks/failed/.",
-                )
-                self._told(key)
-            self.s.task_changed()
-        # Nothing to do if the budget failed every task and nothing else is new (a
-        # watched file that changed is input on its own).
-        return None if p.has_work or (p.watch_keys - self.seen) else TASKS_SPENT
-
-    def _release_unassigned(self, p: Perception) -> list[str]:
-        """A paused agent gives back the tasks it holds that were not assigned to it, so
-        other agents can do them today; its ids. Tasks assigned to it wait for it."""
-        released = []
-        for tid, ref in list(p.active.items()):
-            if ref.task.assignee == self.name:
-                continue
-            try:
-                self.s.board.release(ref, self.name)
-            except (UserError, OSError) as exc:  # moved meanwhile: nothing to give back
-                logger.warning("%s: task %s not given back: %s", self.name, tid, exc)
-                continue
-            del p.active[tid]
-            self.working.remove(f"task:{tid}")
-            released.append(tid)
-        if released:
-            self.s.task_changed()
-        return released
-
-    def _told(self, key: str) -> None:
-        """Note in the audit log that a person was told `key` (a budget notice), so a
-        restart the same day does not tell them again (see `recover`)."""
-        self.audit.append(BudgetNotice(cycle=self.cycle_no, warned=key))
 
     async def _think(self, cfg: AgentConfig, p: Perception, report: CycleReport) -> None:
         self.cycle_no += 1

@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hivemind.agent.cycle import DAY_SPENT, Agent
+from hivemind.agent.cycle import Agent
+from hivemind.agent.pause import DAY_SPENT
 from hivemind.agent.perceive import matches_any
 from hivemind.agent.report import CycleReport
 from hivemind.agent.services import HiveFigures, HiveServices
