@@ -24,22 +24,18 @@ from hivemind.agent.pause import BudgetPause
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prefix import PrefixReuse
 from hivemind.agent.record import (
-    CycleRecord,
     CycleStart,
     DroppedEntry,
-    EffectsRecord,
-    KeptEntry,
     Reflection,
     RomFixed,
     RomProblem,
-    ToolCallRecord,
     UsageClamped,
 )
 from hivemind.agent.reflect import ProviderReflector
 from hivemind.agent.report import CycleReport
 from hivemind.agent.restore import restore_history
 from hivemind.agent.services import HISTORY_KEPT, HiveServices
-from hivemind.agent.toolrun import ToolRunner, short
+from hivemind.agent.toolrun import ToolRunner
 from hivemind.agent.view import ContextAssembler
 from hivemind.errors import ConfigError, ModelError, UnknownAgentError
 from hivemind.fs.loopflusher import LoopFlusher
@@ -354,42 +350,15 @@ class Agent:
         mail_ids: list[str],
     ) -> None:
         """Sum the cycle up in `report` and write its audit record (flushed by the caller)."""
-        fx = ctx.effects
-        report.tool_calls = len(calls)
-        report.tasks_done = len(fx.tasks_completed)
-        report.tasks_failed += len(fx.tasks_failed)  # after any its budget failed first
-        report.messages_sent = len(fx.messages_sent)
+        report.sum_up(ctx.effects, len(calls))
         if not self.s.provider.offline:
             report.cost = estimate_cost(report.usage, ctx.config.model, self.s.config.pricing)
             if report.cost is None and report.usage.total_input + report.usage.output_tokens:
                 report.unpriced_model = ctx.config.model
         note_said(self.working, text, task_ids, report.cycle)
-        self.audit.write(CycleRecord(
-            cycle=report.cycle,
-            agent=self.name,
-            provider=self.s.provider.name,
-            tasks=task_ids,
-            mail=mail_ids,
-            kept=[KeptEntry(id=e["id"], tokens=built.token_counts.get(e["id"], 0))
-                  for e in built.entries],
-            dropped=dropped,
-            context_tokens=built.tokens,
-            usage=report.usage,
-            cost=report.cost,
-            tool_calls=[ToolCallRecord.model_validate(c) for c in calls],
-            text=short(text, 1000),
-            effects=EffectsRecord(
-                messages_sent=fx.messages_sent, files_written=fx.files_written,
-                tasks_created=fx.tasks_created, tasks_completed=fx.tasks_completed,
-                tasks_failed=fx.tasks_failed, memories=fx.memories,
-                waits=fx.waits, refusals=fx.refusals, delegated=fx.delegated,
-            ),
-            followup=self.held.pending if report.followup else [],
-            held=self.held.snapshot(),
-            error=report.error,
-            stop_reason=report.stop_reason, ended=report.ended,
-            duration_ms=round((time.perf_counter() - report.started) * 1000, 1),
-            model_ms=round(report.model_ms, 1),
-            tools_ms=round(report.tools_ms, 1),
+        self.audit.write(report.record(
+            agent=self.name, provider=self.s.provider.name, tasks=task_ids, mail=mail_ids,
+            built=built, dropped=dropped, calls=calls, text=text, effects=ctx.effects,
+            followup=self.held.pending if report.followup else [], held=self.held.snapshot(),
         ))
 
