@@ -69,7 +69,10 @@ class Agent:
 
     def __init__(self, name: str, services: HiveServices) -> None:
         self.name = name
-        self.s = services
+        self.s = services  # for what the daemon sets late: ltm, callbacks, model slots
+        self.board = services.board
+        self.roms = services.roms
+        self.provider = services.provider
         self.mailbox = Mailbox(services.hive, name)
         self.working = WorkingMemoryManager()
         self.context = ContextAssembler(name, services, self.working)
@@ -94,7 +97,7 @@ class Agent:
     def recover(self) -> list[int]:
         """On daemon start: mark interrupted cycles, restore counters and budgets, and
         drop claimed copies of tasks a stop left behind finished (`retire_finished`)."""
-        self.s.board.retire_finished(self.name)
+        self.board.retire_finished(self.name)
         interrupted = self.audit.mark_interrupted()
         self.cycle_no = self.audit.last_cycle
         self._audited_error = self.audit.config_error  # a fix made meanwhile is told
@@ -104,13 +107,13 @@ class Agent:
                                     warned=self.audit.warnings_since(today))
         self.restore()
         self.held.restore(self.audit.records(),
-                          {r.task.id: r.task.attempts for r in self.s.board.active(self.name)})
+                          {r.task.id: r.task.attempts for r in self.board.active(self.name)})
         return interrupted
 
     def restore(self) -> int:
         """The steps taken for the tasks it still holds, back in working memory from the
         audit log (after a restart, or for a look from another process); how many."""
-        held = [ref.task.id for ref in self.s.board.active(self.name)]
+        held = [ref.task.id for ref in self.board.active(self.name)]
         return restore_history(self.audit, held, self.working, HISTORY_KEPT,
                                max_age=self.s.janitor.history_max_age)
 
@@ -119,14 +122,14 @@ class Agent:
         """The last good ROM config (None if the agent never had a valid one)."""
         self._gone = False
         try:
-            cfg = self.s.roms.load(self.name)
+            cfg = self.roms.load(self.name)
         except ConfigError as exc:
             self.config_error = str(exc)
             return None
         except UnknownAgentError as exc:  # removed just now: the daemon hears of it soon
             self.config_error, self._gone = str(exc), True
             return None
-        self.config_error = self.s.roms.error(self.name)
+        self.config_error = self.roms.error(self.name)
         return cfg
 
     def _audit_config_error(self) -> None:
@@ -152,7 +155,7 @@ class Agent:
             report.reason = "no valid ROM"
             return report
         p = perceive(
-            self.s.hive, cfg, self.s.board, self.mailbox, self.s.knowledge, self.working,
+            self.s.hive, cfg, self.board, self.mailbox, self.s.knowledge, self.working,
             self.s.figures(),
         )
         p.input_keys |= self.held.input_keys()
@@ -196,7 +199,7 @@ class Agent:
         self.audit.write(CycleStart(cycle=self.cycle_no, tasks=task_ids, mail=mail_ids))
         start_flushed = self.audit.flushed(lazy=True)
         ctx = ToolContext(
-            hive=self.s.hive, agent=self.name, config=cfg, board=self.s.board, post=self.s.post,
+            hive=self.s.hive, agent=self.name, config=cfg, board=self.board, post=self.s.post,
             working=self.working, active_tasks=dict(p.active), ltm=self.s.ltm,
             on_mail=self.s.mail_sent, on_task_change=self.s.task_changed,
             conversations=self.held.conversations,
@@ -215,7 +218,7 @@ class Agent:
                 report.followup = bool(self.held.pending)
         except ModelError as exc:
             note_model_error(report, exc)
-            if fail_refused_tasks(self.s.board, self.name, ctx.active_tasks, report):
+            if fail_refused_tasks(self.board, self.name, ctx.active_tasks, report):
                 self.s.task_changed()
         except Exception as exc:  # a crash: its record says so, the daemon counts its tokens
             report.error = f"{type(exc).__name__}: {exc}"
@@ -309,7 +312,7 @@ class Agent:
         """Reflect when enough importance has gathered (never with the offline provider)."""
         assert self.s.ltm is not None
         ref = next(iter(p.active.values()), None)
-        reflector = ProviderReflector(self.s.provider, self.name, cfg.model)
+        reflector = ProviderReflector(self.provider, self.name, cfg.model)
         try:
             written = await self.s.ltm.maybe_reflect(
                 self.name, reflector, project=ref.task.project if ref else None
@@ -328,7 +331,7 @@ class Agent:
         async with self.s.model_slots:
             t0 = time.perf_counter()
             try:
-                response = await self.s.provider.complete(request)
+                response = await self.provider.complete(request)
             finally:
                 report.model_ms += (time.perf_counter() - t0) * 1000
         report.usage = report.usage + response.usage
@@ -351,13 +354,13 @@ class Agent:
     ) -> None:
         """Sum the cycle up in `report` and write its audit record (flushed by the caller)."""
         report.sum_up(ctx.effects, len(calls))
-        if not self.s.provider.offline:
+        if not self.provider.offline:
             report.cost = estimate_cost(report.usage, ctx.config.model, self.s.config.pricing)
             if report.cost is None and report.usage.total_input + report.usage.output_tokens:
                 report.unpriced_model = ctx.config.model
         note_said(self.working, text, task_ids, report.cycle)
         self.audit.write(report.record(
-            agent=self.name, provider=self.s.provider.name, tasks=task_ids, mail=mail_ids,
+            agent=self.name, provider=self.provider.name, tasks=task_ids, mail=mail_ids,
             built=built, dropped=dropped, calls=calls, text=text, effects=ctx.effects,
             followup=self.held.pending if report.followup else [], held=self.held.snapshot(),
         ))
