@@ -13,7 +13,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    with_config,
+)
+from typing_extensions import TypedDict  # pydantic reads typing.TypedDict only from 3.12
 
 from hivemind.llm.base import Usage
 
@@ -51,19 +61,22 @@ class CycleStart(AuditRecord):
     mail: list[str] = Field(default_factory=list)
 
 
-class KeptEntry(_Lenient):
+# Entries of the context (tens a cycle) are typed dicts: written as built, no model each.
+@with_config(ConfigDict(extra="allow"))
+class KeptEntry(TypedDict):
     """A context entry the model was sent, with its tokens."""
 
     id: str
-    tokens: int = 0
+    tokens: int
 
 
-class DroppedEntry(_Lenient):
+@with_config(ConfigDict(extra="allow"))
+class DroppedEntry(TypedDict):
     """A block left out of the context, and why."""
 
     id: str
-    reason: str = ""
-    tokens: int = 0
+    reason: str
+    tokens: int
 
 
 class ToolCallRecord(_Lenient):

@@ -11,7 +11,6 @@ from hivemind.agent.record import (
     CycleRecord,
     DroppedEntry,
     EffectsRecord,
-    KeptEntry,
     ToolCallRecord,
     TrackRecord,
 )
@@ -79,7 +78,7 @@ class CycleReport:
             provider=provider,
             tasks=tasks,
             mail=mail,
-            kept=[KeptEntry(id=e["id"], tokens=built.token_counts.get(e["id"], 0))
+            kept=[{"id": e["id"], "tokens": built.token_counts.get(e["id"], 0)}
                   for e in built.entries],
             dropped=dropped,
             context_tokens=built.tokens,

@@ -40,7 +40,7 @@ class ContextView:
 
     def dropped_rows(self) -> list[DroppedEntry]:
         return [
-            DroppedEntry(id=d.block.id, reason=d.reason, tokens=d.tokens)
+            {"id": d.block.id, "reason": d.reason, "tokens": d.tokens}
             for d in [*self.selection.dropped, *self.built.dropped]
         ]
 
