@@ -1,5 +1,8 @@
 """One agent's think-cycle: perceive → select → build → model + tools → record.
 
+The control of it; the parts live beside it: the context (`view`), budgets at the
+start (`pause`), the audit record (`report`, `record`, `audit`, `flushes`), the
+steps kept in view (`history`), held work (`followup`), reflection (`reflect`).
 No new input since the last cycle → no model call. A mistake of the model
 becomes a tool error it sees next round; a model API failure ends the cycle
 by its kind (`model_failure`: mail stays unread, nothing is marked done);
@@ -10,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from typing import Any
 
@@ -26,12 +28,11 @@ from hivemind.agent.prefix import PrefixReuse
 from hivemind.agent.record import (
     CycleStart,
     DroppedEntry,
-    Reflection,
     RomFixed,
     RomProblem,
     UsageClamped,
 )
-from hivemind.agent.reflect import ProviderReflector
+from hivemind.agent.reflect import ProviderReflector, reflect
 from hivemind.agent.report import CycleReport
 from hivemind.agent.restore import restore_history
 from hivemind.agent.services import HISTORY_KEPT, HiveServices
@@ -53,9 +54,6 @@ from hivemind.memory.builder import BuiltContext
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.settings import AgentConfig
 from hivemind.tools.base import ToolContext
-
-logger = logging.getLogger(__name__)
-
 
 
 def _cancelling() -> bool:
@@ -239,7 +237,9 @@ class Agent:
         compact_history(self.working, ctx, calls)
         self.s.janitor.sweep(self.working)
         if self.s.ltm is not None and ctx.effects.memories and report.error is None:
-            await self._reflect(cfg, p)
+            ref = next(iter(p.active.values()), None)
+            await reflect(self.s.ltm, ProviderReflector(self.provider, self.name, cfg.model),
+                          ref.task.project if ref else None, self.audit, self.cycle_no)
 
     def _mark_read(self, p: Perception) -> str | None:
         """Mark the cycle's mail read; why a message could not move, if one could not."""
@@ -307,23 +307,6 @@ class Agent:
     async def settle(self) -> None:
         """Wait until every audit record written so far is on disk (at shutdown)."""
         await self.flushes.settle()
-
-    async def _reflect(self, cfg: AgentConfig, p: Perception) -> None:
-        """Reflect when enough importance has gathered (never with the offline provider)."""
-        assert self.s.ltm is not None
-        ref = next(iter(p.active.values()), None)
-        reflector = ProviderReflector(self.provider, self.name, cfg.model)
-        try:
-            written = await self.s.ltm.maybe_reflect(
-                self.name, reflector, project=ref.task.project if ref else None
-            )
-        except ModelError as exc:
-            self.audit.append(Reflection(cycle=self.cycle_no, error=str(exc)))
-            return
-        if written:
-            self.audit.append(Reflection(
-                cycle=self.cycle_no,
-                written=[{"id": r.id, "content": r.content} for r in written]))
 
     async def _call(
         self, request: ModelRequest, report: CycleReport, task_ids: list[str]

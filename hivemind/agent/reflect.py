@@ -9,8 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from hivemind.agent.audit import AuditLog
+from hivemind.agent.record import Reflection
+from hivemind.errors import ModelError
 from hivemind.llm.base import ModelRequest, Provider
 from hivemind.ltm.records import MemoryRecord
+from hivemind.ltm.store import LongTermMemory
 
 QUESTIONS_PROMPT = (
     "You reflect on an agent's recent observations. Reply with the three most salient "
@@ -50,3 +54,17 @@ class ProviderReflector:
             {"question": question, "memories": [{"id": m.id, "content": m.content}
                                                  for m in memories]},
         )
+
+
+async def reflect(ltm: LongTermMemory, reflector: ProviderReflector, project: str | None,
+                  audit: AuditLog, cycle: int) -> None:
+    """Reflect when enough importance has gathered (never with the offline provider);
+    the audit log says what was written, or why nothing could be."""
+    try:
+        written = await ltm.maybe_reflect(reflector.agent, reflector, project=project)
+    except ModelError as exc:
+        audit.append(Reflection(cycle=cycle, error=str(exc)))
+        return
+    if written:
+        audit.append(Reflection(
+            cycle=cycle, written=[{"id": r.id, "content": r.content} for r in written]))
