@@ -408,7 +408,7 @@ class Daemon(WorkerLead, IdleWatch):
     def _give_back(self, name: str) -> None:
         """The tasks claimed by `name`, an agent the hive no longer has, back to tasks/
         for the others (an assignee with no agent is routed as if unassigned)."""
-        released = outage.give_back(self, name)
+        released = outage.give_back(self.services, name)
         if released:
             logger.warning(
                 "agent %s is gone (no %s): its tasks are back in tasks/ for the others: %s",
@@ -441,7 +441,8 @@ class Daemon(WorkerLead, IdleWatch):
         self._count(report)
         if self.options.max_cycles is not None and self.totals.cycles >= self.options.max_cycles:
             self.stop("max-cycles")  # failed cycles count: each may have cost tokens
-        outage.pause_if_refused(self, runner, report)
+        if outage.pause_if_refused(self.services, runner, report):
+            self.forget_configs()
         if outage.schedule_retry(runner, report, self.options.backoff):
             return
         if report.followup:  # held work that waits on nothing: on at once

@@ -23,7 +23,7 @@ from hivemind.agent.report import CycleReport, FailureKind
 from hivemind.hive.layout import HUMAN, Hive
 
 if TYPE_CHECKING:
-    from hivemind.daemon.daemon import Daemon
+    from hivemind.agent.services import HiveServices
     from hivemind.daemon.runner import AgentRunner
 
 logger = logging.getLogger(__name__)
@@ -100,36 +100,36 @@ def broken_cycle(agent: Agent, exc: Exception) -> CycleReport:
     return report
 
 
-def give_back(daemon: Daemon, name: str) -> list[str]:
+def give_back(services: HiveServices, name: str) -> list[str]:
     """The tasks `name` holds back to tasks/ for the others; the ones given back."""
     try:
-        return daemon.services.board.release_all(name)
+        return services.board.release_all(name)
     except OSError as exc:
         logger.warning("tasks/active/%s: cannot give its tasks back: %s", name, exc)
         return []
 
 
-def pause_if_refused(daemon: Daemon, runner: AgentRunner, report: CycleReport) -> None:
+def pause_if_refused(services: HiveServices, runner: AgentRunner, report: CycleReport) -> bool:
     """If the API refused the agent's key or model: pause it, give its tasks back, say
-    so once on the console and once to `human`."""
+    so once on the console and once to `human`; True if it paused (routing changed)."""
     if report.model_failure != FailureKind.ACCESS:
-        return
+        return False
     name = runner.agent.name
     runner.model_pause = report.error or "the model API refused the key or the model"
-    runner.paused_rom = rom_version(daemon.hive, name)
-    released = give_back(daemon, name)
+    runner.paused_rom = rom_version(services.hive, name)
+    released = give_back(services, name)
     back = f"; its tasks are back in tasks/: {', '.join(released)}" if released else ""
     logger.warning("%s is paused until its ROM is edited or the daemon restarts: %s%s",
                    name, runner.model_pause, back)
     with contextlib.suppress(OSError):  # the console line and status.json still say it
-        daemon.services.post.send(
+        services.post.send(
             name, HUMAN, f"[paused] {name}: the model API refused it",
             f"{name} is paused: {runner.model_pause}\n\nIts tasks went back to tasks/ for "
             "the other agents" + (f" ({', '.join(released)})" if released else "")
             + "; tasks assigned to it wait. Fix the key (or the ROM's `model:`), then "
             f"edit agents/{name}/ROM.md or restart the daemon: {name} resumes.",
         )
-    daemon.forget_configs()
+    return True
 
 
 def lift_pause(hive: Hive, runner: AgentRunner | None) -> bool:
