@@ -11,6 +11,7 @@ import shutil
 import stat
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,7 +21,8 @@ from hivemind.agent.services import HiveServices
 from hivemind.daemon.configwatch import read_hive_toml
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.lock import HiveLock
-from hivemind.daemon.status import StatusWriter
+from hivemind.daemon.status import RunSnapshot, StatusWriter
+from hivemind.daemon.status_file import DaemonStatus
 from hivemind.errors import HiveLockedError, LockUnavailableError, ModelConnectionError
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
@@ -257,15 +259,15 @@ class SlowRefreshes(StatusWriter):
 
     SLOW = 1.5  # s: far longer than a stop with no cycle in flight
 
-    def __init__(self, hive: Hive, daemon: Daemon) -> None:
-        super().__init__(hive, daemon)
+    def __init__(self, hive: Hive, snapshot: Callable[[], RunSnapshot]) -> None:
+        super().__init__(hive, snapshot)
         self.refreshing = threading.Event()
 
-    def _write(self, snapshot: dict[str, Any], **final: Any) -> None:
-        if snapshot["running"]:
+    def _write(self, status: DaemonStatus, **final: Any) -> None:
+        if status.running:
             self.refreshing.set()
             time.sleep(self.SLOW)
-        super()._write(snapshot, **final)
+        super()._write(status, **final)
 
 
 def test_a_refresh_still_being_written_at_the_stop_never_replaces_the_final_status(
@@ -275,7 +277,7 @@ def test_a_refresh_still_being_written_at_the_stop_never_replaces_the_final_stat
     the final one, and status.json said `running: true` of a daemon that had exited."""
     write_agent(hive, "worker")
     daemon = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
-    daemon.status = writer = SlowRefreshes(hive, daemon)
+    daemon.status = writer = SlowRefreshes(hive, daemon.snapshot)
 
     async def main() -> None:
         task = asyncio.create_task(daemon.run())

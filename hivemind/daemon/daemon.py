@@ -32,7 +32,7 @@ from hivemind.daemon.idle import IdleWatch
 from hivemind.daemon.lead import WorkerLead
 from hivemind.daemon.lock import HiveLock, outlive_old_workers
 from hivemind.daemon.runner import AgentRunner, RunOptions
-from hivemind.daemon.status import IdleState, RunTotals, StatusWriter
+from hivemind.daemon.status import IdleState, RunSnapshot, RunTotals, StatusWriter
 from hivemind.daemon.workers import WorkerLink
 from hivemind.errors import WorkerCrashedError, WorkerLostError
 from hivemind.hive.layout import HUMAN, Hive
@@ -100,7 +100,7 @@ class Daemon(WorkerLead, IdleWatch):
         self._configs_at = 0.0
         self._on_cycle = on_cycle
         self._last_activity = time.monotonic()
-        self.status = StatusWriter(hive, self)
+        self.status = StatusWriter(hive, self.snapshot)
         self.waiting: list[tuple[str, str]] = []
         self.stalled: IdleState | None = None
         self.workers: list[WorkerLink] = []
@@ -123,6 +123,14 @@ class Daemon(WorkerLead, IdleWatch):
             if runner is not None:
                 runner.wake.set()
         self._last_activity = time.monotonic()
+
+    def snapshot(self) -> RunSnapshot:
+        """What status.json says of the run now (see `StatusWriter`)."""
+        return RunSnapshot(
+            provider=self.services.provider.name, stopped_because=self.exit_reason,
+            runners=self.runners, workers=self.workers, waiting=self.waiting,
+            disk_full=self.disk.problem, totals=self.totals,
+        )
 
     def _wanted(self, name: str) -> bool:
         # Never HUMAN, the person's name: see `Hive.reserved_agent_folder`.

@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import statistics
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hivemind.agent.report import CycleReport
 from hivemind.clock import utcnow
 from hivemind.daemon.outage import agent_state
+from hivemind.daemon.runner import AgentRunner
+from hivemind.daemon.status_file import (
+    AgentRunStatus,
+    DaemonStatus,
+    RunTotalsStatus,
+    WaitingTask,
+)
+from hivemind.daemon.workers import WorkerLink
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.llm.base import Usage
-
-if TYPE_CHECKING:
-    from hivemind.daemon.daemon import Daemon
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +60,9 @@ class RunTotals:
             self.prefix_reuse.append(report.prefix_reuse)
         self.tasks_done += report.tasks_done
         self.tasks_failed += report.tasks_failed
+
+    def as_status(self) -> RunTotalsStatus:
+        return RunTotalsStatus.model_validate(self.as_dict())
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -103,12 +111,25 @@ def hive_idle_state(hive: Hive, agents: list[str]) -> IdleState:
     return state
 
 
+@dataclass(frozen=True)
+class RunSnapshot:
+    """What status.json needs of the running daemon, taken on its loop."""
+
+    provider: str
+    stopped_because: str
+    runners: Mapping[str, AgentRunner]
+    workers: Sequence[WorkerLink]
+    waiting: Sequence[tuple[str, str]]
+    disk_full: str | None  # why nothing is written now, while the disk is full
+    totals: RunTotals
+
+
 class StatusWriter:
     """Keeps `.hivemind/status.json` fresh while the daemon runs (atomic replace)."""
 
-    def __init__(self, hive: Hive, daemon: Daemon) -> None:
+    def __init__(self, hive: Hive, snapshot: Callable[[], RunSnapshot]) -> None:
         self.hive = hive
-        self.daemon = daemon
+        self.snapshot = snapshot
         self.started_at = utcnow()
         self._problem: str | None = None  # why the last write failed, until one succeeds
         # The loop's write runs in a thread that cancelling the loop does not stop: it
@@ -117,53 +138,53 @@ class StatusWriter:
         self._writing = threading.Lock()
         self._final_written = False
 
-    def snapshot(self, final: bool = False) -> dict[str, Any]:
-        d = self.daemon
+    def status(self, final: bool = False) -> DaemonStatus:
+        """status.json as of now (`final`: the daemon has stopped)."""
+        run = self.snapshot()
         agents = {}
-        for name, runner in d.runners.items():
+        for name, runner in run.runners.items():
             a = runner.agent
-            agents[name] = {
-                "state": agent_state(runner, final),
-                "paused_because": runner.model_pause,
-                "cycles": a.cycle_no,
-                "last_error": a.last_error,
-                "config_error": a.config_error,
-                "tokens_today": a.budget.spent_today,
+            agents[name] = AgentRunStatus(
+                state=agent_state(runner, final),
+                paused_because=runner.model_pause,
+                cycles=a.cycle_no,
+                last_error=a.last_error,
+                config_error=a.config_error,
+                tokens_today=a.budget.spent_today,
                 **a.held.status(),  # what held tasks wait for, loop limits' refusals
-            }
-        return {
-            "pid": os.getpid(),
-            "running": not final,
-            "stopped_because": d.exit_reason or None,
-            "provider": d.services.provider.name,
-            "started_at": self.started_at.isoformat(),
-            "updated_at": utcnow().isoformat(),
-            "agents": agents,
-            # Each worker process: its pid and agents, and how it ended if it died.
-            "workers": [link.status() for link in d.workers],
-            "waiting_tasks": [{"id": t, "why": why} for t, why in d.waiting[:50]],
-            "disk_full": d.disk.problem,  # why nothing is written now, while the disk is full
-            "totals": d.totals.as_dict(),
-        }
+            )
+        return DaemonStatus(
+            pid=os.getpid(),
+            running=not final,
+            stopped_because=run.stopped_because or None,
+            provider=run.provider,
+            started_at=self.started_at.isoformat(),
+            updated_at=utcnow().isoformat(),
+            agents=agents,
+            workers=[link.status() for link in run.workers],
+            waiting_tasks=[WaitingTask(id=t, why=why) for t, why in run.waiting[:50]],
+            disk_full=run.disk_full,
+            totals=run.totals.as_status(),
+        )
 
     def write(self, final: bool = False) -> None:
-        self._write(self.snapshot(final), final=final)
+        self._write(self.status(final), final=final)
 
-    def _write(self, snapshot: dict[str, Any], *, final: bool = False) -> None:
+    def _write(self, status: DaemonStatus, *, final: bool = False) -> None:
         with self._writing:
             if self._final_written:
                 return  # a refresh that lost the race with the final write: stale
             self._final_written = final
-            self._replace(snapshot)
+            self._replace(status)
 
-    def _replace(self, snapshot: dict[str, Any]) -> None:
+    def _replace(self, status: DaemonStatus) -> None:
         """Write status.json whole. A failure (a full disk, .hivemind/ made read-only) is
         said once and tried again at the next refresh: the daemon's work goes on."""
         path = self.hive.status_file
         tmp = path.with_name(f".status.{os.getpid()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
+            tmp.write_text(status.dumps(), encoding="utf-8")
             os.replace(tmp, path)
         except OSError as exc:
             with contextlib.suppress(OSError):
@@ -182,5 +203,5 @@ class StatusWriter:
     async def loop(self) -> None:
         while True:
             # Snapshot on the loop (the runners change there), write in a thread.
-            await asyncio.to_thread(self._write, self.snapshot())
+            await asyncio.to_thread(self._write, self.status())
             await asyncio.sleep(STATUS_EVERY)

@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from hivemind.agent.cycle import Agent
 from hivemind.agent.report import CycleReport
+from hivemind.daemon.status_file import WorkerStatus
 from hivemind.daemon.worker_process import AgentState, WorkerSpec, worker_main
 from hivemind.errors import WorkerCrashedError, WorkerLostError
 
@@ -301,11 +302,11 @@ class WorkerLink:
                 return f"killed by signal {-code}"
         return f"exit code {code}"
 
-    def status(self) -> dict[str, object]:
+    def status(self) -> WorkerStatus:
         """What status.json says of it."""
         running = self.process.exitcode is None and self.pid is not None
-        return {"pid": self.pid, "agents": list(self.agents), "running": running,
-                "ended": None if running else self.failure()}
+        return WorkerStatus(pid=self.pid, agents=list(self.agents), running=running,
+                            ended=None if running else self.failure())
 
     def close(self) -> None:
         """Once the process has exited: take what it left in the pipe, then close it."""
