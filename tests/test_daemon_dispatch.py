@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hivemind.daemon import daemon as daemon_module
+from hivemind.daemon import dispatch_loop
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.dispatch import MAX_ACTIVE_PER_AGENT, Dispatcher
 from hivemind.hive.layout import Hive
@@ -210,7 +210,7 @@ def test_the_wait_to_gather_completions_ends_with_the_last_cycle_in_flight(
     """A dispatch asked for while cycles run waits to take their ends in one scan, but no
     longer than the last of them: then nothing more is coming. With the wait made huge
     here, the lone agent's next claims would otherwise stall on it."""
-    monkeypatch.setattr(daemon_module, "DISPATCH_COALESCE", 60.0)
+    monkeypatch.setattr(dispatch_loop, "DISPATCH_COALESCE", 60.0)
     write_agent(hive, "solo")
     for i in range(3 * MAX_ACTIVE_PER_AGENT):
         write_task(hive, f"t{i:02d}")

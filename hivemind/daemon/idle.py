@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from hivemind.daemon import outage
 from hivemind.daemon.diskfull import DiskGuard
+from hivemind.daemon.dispatch_loop import DispatchLoop
 from hivemind.daemon.outcome import DISK_FULL
 from hivemind.daemon.runner import AgentRunner, RunOptions
 from hivemind.daemon.status import IdleState, hive_idle_state
@@ -30,7 +31,7 @@ class IdleWatch:
     disk: DiskGuard
     stopping: asyncio.Event
     stalled: IdleState | None
-    _dispatch_wanted: asyncio.Event
+    dispatching: DispatchLoop
     _retiring: dict[str, asyncio.Task[None]]
     _last_activity: float
 
@@ -47,7 +48,7 @@ class IdleWatch:
                     self.stalled = hive_idle_state(self.hive, list(self.runners))
                     self.stop(DISK_FULL)
                 continue
-            if self._dispatch_wanted.is_set() or self._retiring or any(
+            if self.dispatching.wanted.is_set() or self._retiring or any(
                 r.busy or r.wake.is_set() or outage.still_trying(r, give_up_after)
                 for r in self.runners.values()
             ):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from hivemind.agent.cycle import Agent
 from hivemind.agent.report import CycleReport
 from hivemind.agent.services import HiveFigures, HiveServices
+from hivemind.daemon.cyclebook import CycleBook
 from hivemind.daemon.outage import broken_cycle
 from hivemind.daemon.runner import AgentRunner, RunOptions
 from hivemind.daemon.status import RunTotals
@@ -40,6 +41,7 @@ class WorkerLead:
     services: HiveServices
     runners: dict[str, AgentRunner]
     totals: RunTotals
+    book: CycleBook
     workers: list[WorkerLink]
     figures: HiveFigures
     stopping: asyncio.Event
@@ -51,7 +53,6 @@ class WorkerLead:
     if TYPE_CHECKING:  # the daemon's own, used here
         def request_dispatch(self) -> None: ...
         def wake_agents(self, names: list[str]) -> None: ...
-        def _after_cycle(self, runner: AgentRunner, report: CycleReport) -> None: ...
 
     def _spread(self, names: list[str]) -> list[str]:
         """Deal the agents out over the processes and start the workers; returns the
@@ -118,7 +119,7 @@ class WorkerLead:
             report = broken_cycle(runner.agent, outcome)
         else:
             report = outcome
-        self._after_cycle(runner, report)
+        self.book.after(runner, report)
 
     def _crashed(self, runner: AgentRunner, exc: WorkerCrashedError) -> CycleReport:
         """A bug ended the agent's cycle in its worker process: as in this one, that cycle
