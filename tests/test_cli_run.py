@@ -123,7 +123,7 @@ def test_until_idle_prints_a_summary_of_the_run(hive: Hive) -> None:
 
 def test_the_stall_line_names_what_is_left_plainly() -> None:
     from hivemind.cli.run_summary import stall_text as _stall_text
-    from hivemind.daemon.status import IdleState
+    from hivemind.daemon.idle import IdleState
 
     waiting = [(f"t{i}", f"waits for [dep{i}]") for i in range(12)]
     text = _stall_text(IdleState(pending=12, active=1, unread={"bob": 2, "ann": 0}), waiting)
@@ -139,7 +139,7 @@ def test_the_stall_line_names_what_is_left_plainly() -> None:
 
 def test_the_stall_line_says_when_the_model_service_stayed_away() -> None:
     from hivemind.cli.run_summary import stall_text
-    from hivemind.daemon.status import IdleState
+    from hivemind.daemon.idle import IdleState
 
     text = stall_text(IdleState(active=1), [], reason="model-unavailable")
     assert text.plain == ("the model service is still away, given up waiting: 0 pending, "

@@ -10,8 +10,9 @@ from rich.text import Text
 
 from hivemind.cli.common import console
 from hivemind.daemon.daemon import Daemon
+from hivemind.daemon.idle import IdleState
 from hivemind.daemon.outcome import DISK_FULL, Trouble
-from hivemind.daemon.status import IdleState, RunTotals
+from hivemind.daemon.status import RunTotals
 
 SHOWN = 10  # items of a list printed, the rest counted
 

@@ -32,11 +32,11 @@ from hivemind.daemon.dispatch import Dispatcher
 from hivemind.daemon.dispatch_loop import DispatchLoop
 from hivemind.daemon.events import HiveEvents
 from hivemind.daemon.gctune import daemon_gc_pace
-from hivemind.daemon.idle import IdleWatch
+from hivemind.daemon.idle import IdleState, IdleWatch
 from hivemind.daemon.lead import WorkerLead
 from hivemind.daemon.lock import HiveLock, outlive_old_workers
 from hivemind.daemon.runner import AgentRunner, RunOptions
-from hivemind.daemon.status import IdleState, RunSnapshot, StatusWriter
+from hivemind.daemon.status import RunSnapshot, StatusWriter
 from hivemind.daemon.workers import WorkerLink
 from hivemind.errors import WorkerCrashedError, WorkerLostError
 from hivemind.hive.layout import Hive

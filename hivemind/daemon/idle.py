@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hivemind.daemon import outage
@@ -16,9 +17,39 @@ from hivemind.daemon.diskfull import DiskGuard
 from hivemind.daemon.dispatch_loop import DispatchLoop
 from hivemind.daemon.outcome import DISK_FULL
 from hivemind.daemon.runner import AgentRunner, RunOptions
-from hivemind.daemon.status import IdleState, hive_idle_state
 from hivemind.hive.layout import Hive
+from hivemind.hive.mailbox import Mailbox
 from hivemind.settings import HiveConfig
+
+
+@dataclass
+class IdleState:
+    """What is still on the board for the running agents."""
+
+    pending: int = 0
+    active: int = 0
+    unread: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return self.pending == 0 and self.active == 0 and not any(self.unread.values())
+
+
+def hive_idle_state(hive: Hive, agents: list[str]) -> IdleState:
+    """Count pending tasks, active tasks of `agents` and their unread mail (disk only)."""
+    state = IdleState()
+    if hive.tasks_dir.is_dir():
+        state.pending = sum(
+            1 for p in hive.tasks_dir.glob("*.md") if p.is_file() and not p.name.startswith(".")
+        )
+    for name in agents:
+        adir = hive.active_dir_for(name)
+        if adir.is_dir():
+            state.active += sum(1 for p in adir.glob("*.md") if not p.name.startswith("."))
+        n = len(Mailbox(hive, name).unread())
+        if n:
+            state.unread[name] = n
+    return state
 
 
 class IdleWatch:

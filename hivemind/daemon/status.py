@@ -1,4 +1,4 @@
-"""Run totals, `.hivemind/status.json`, and the idle check of `--until-idle`."""
+"""Run totals, and `.hivemind/status.json` kept fresh from snapshots of the run."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from hivemind.daemon.status_file import (
 )
 from hivemind.daemon.workers import WorkerLink
 from hivemind.hive.layout import Hive
-from hivemind.hive.mailbox import Mailbox
 from hivemind.llm.base import Usage
 
 logger = logging.getLogger(__name__)
@@ -79,36 +78,6 @@ class RunTotals:
                 round(statistics.median(self.overhead_ms), 2) if self.overhead_ms else None
             ),
         }
-
-
-@dataclass
-class IdleState:
-    """What is still on the board for the running agents."""
-
-    pending: int = 0
-    active: int = 0
-    unread: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def empty(self) -> bool:
-        return self.pending == 0 and self.active == 0 and not any(self.unread.values())
-
-
-def hive_idle_state(hive: Hive, agents: list[str]) -> IdleState:
-    """Count pending tasks, active tasks of `agents` and their unread mail (disk only)."""
-    state = IdleState()
-    if hive.tasks_dir.is_dir():
-        state.pending = sum(
-            1 for p in hive.tasks_dir.glob("*.md") if p.is_file() and not p.name.startswith(".")
-        )
-    for name in agents:
-        adir = hive.active_dir_for(name)
-        if adir.is_dir():
-            state.active += sum(1 for p in adir.glob("*.md") if not p.name.startswith("."))
-        n = len(Mailbox(hive, name).unread())
-        if n:
-            state.unread[name] = n
-    return state
 
 
 @dataclass(frozen=True)
