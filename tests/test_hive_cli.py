@@ -407,6 +407,8 @@ def test_status_json_says_a_killed_daemon_is_not_running(cli: typer.Typer, hive_
     [
         pytest.param("garbage{", "Expecting value", id="not-json"),
         pytest.param("[1, 2]", "not a JSON object", id="a-list"),
+        pytest.param('{"agents": {"ann": "idle"}}', "(agents.ann: Input should be",
+                     id="an-agent-not-an-object"),
     ],
 )
 def test_status_says_an_unreadable_status_json_is_unreadable(

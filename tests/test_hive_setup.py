@@ -137,8 +137,8 @@ def test_status_shows_agents_tasks_mail_rejects_and_rom_errors(hive: Hive) -> No
 
 
 def test_status_includes_the_daemon_file_raw(hive: Hive) -> None:
-    hive.status_file.write_text(json.dumps({"pid": 123, "agents": {"ann": "idle"}}))
-    assert hive_status(hive).daemon == {"pid": 123, "agents": {"ann": "idle"}}
+    hive.status_file.write_text(json.dumps({"pid": 123, "agents": {"ann": {"state": "idle"}}}))
+    assert hive_status(hive).daemon == {"pid": 123, "agents": {"ann": {"state": "idle"}}}
 
 
 def test_status_reports_a_broken_hive_toml_instead_of_failing(hive: Hive) -> None:

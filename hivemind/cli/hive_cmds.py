@@ -29,6 +29,7 @@ from hivemind.cli.common import (
 )
 from hivemind.cli.hive_status import HiveStatus, hive_status
 from hivemind.cli.task_list import STATES, list_tasks
+from hivemind.daemon.status_file import DaemonStatus
 from hivemind.errors import FileFormatError, UserError
 from hivemind.hive import frontmatter
 from hivemind.hive.document import Document, parse
@@ -401,53 +402,50 @@ def _print_daemon(d: dict[str, Any]) -> None:
         console.print(f"[bold]daemon[/] state unknown: {escape(str(d['error']))}",
                       highlight=False, soft_wrap=True)
         return
-    pid = escape(str(d.get("pid", "?")))
-    if d.get("running") and d.get("stale"):  # locked, status.json not written
+    status = DaemonStatus.parse(d)  # (`hive_status` read it so: it parses)
+    pid = escape("?" if status.pid is None else str(status.pid))
+    if status.running and d.get("stale"):  # locked, status.json not written
         state = (f"[green]running[/] (pid {pid}), but its status file is stale: the daemon "
                  "cannot write it (is the disk full?)")
-    elif d.get("running"):  # checked against the process by `hive_status`
+    elif status.running:  # checked against the process by `hive_status`
         state = f"[green]running[/] (pid {pid})"
     elif d.get("killed"):
         state = f"[yellow]not running[/] (pid {pid} is gone; it was killed)"
     else:
-        state = f"stopped ({escape(str(d.get('stopped_because') or 'reason not recorded'))})"
+        state = f"stopped ({escape(status.stopped_because or 'reason not recorded')})"
     details = [state]
-    if d.get("provider"):
-        details.append(f"provider {escape(str(d['provider']))}")
-    if d.get("updated_at"):
-        details.append(f"updated {escape(str(d['updated_at'])[:19])}")
+    if status.provider:
+        details.append(f"provider {escape(status.provider)}")
+    if status.updated_at:
+        details.append(f"updated {escape(status.updated_at[:19])}")
     console.print("[bold]daemon[/] " + ", ".join(details), highlight=False)
-    agents = d.get("agents") or {}
-    if isinstance(agents, dict) and agents:
+    if status.agents:
         table = Table(title="Agents at run time", title_justify="left")
         for column in ("agent", "state", "cycles", "tokens today", "last error"):
             table.add_column(column, justify="right" if column in ("cycles", "tokens today")
                              else "left")
-        for name, a in agents.items():
-            error = a.get("last_error") or a.get("config_error") or ""
-            table.add_row(escape(name), escape(str(a.get("state", ""))), str(a.get("cycles", 0)),
-                          f"{a.get('tokens_today', 0):,}", f"[red]{escape(str(error))}[/]")
+        for name, a in status.agents.items():
+            error = a.last_error or a.config_error or ""
+            table.add_row(escape(name), escape(a.state), str(a.cycles),
+                          f"{a.tokens_today:,}", f"[red]{escape(error)}[/]")
         console.print(table)
-        for name, a in agents.items():
-            for tid, why in (a.get("waiting") or {}).items():
-                console.print(f"  {escape(name)}: {escape(str(tid))} waits for "
-                              f"{escape(str(why))}", highlight=False, soft_wrap=True)
-            for why in a.get("refused") or []:
-                console.print(f"  {escape(name)}: [yellow]{escape(str(why))}[/]",
+        for name, a in status.agents.items():
+            for tid, why in a.waiting.items():
+                console.print(f"  {escape(name)}: {escape(tid)} waits for "
+                              f"{escape(why)}", highlight=False, soft_wrap=True)
+            for why in a.refused:
+                console.print(f"  {escape(name)}: [yellow]{escape(why)}[/]",
                               highlight=False, soft_wrap=True)
-    totals = d.get("totals") or {}
-    usage = totals.get("usage") or {}
-    tokens = sum(int(v or 0) for v in usage.values())
-    cost = totals.get("cost_usd")
+    totals = status.totals
+    tokens = sum(totals.usage.values())
     console.print(
-        f"this run: {totals.get('cycles', 0)} cycles, {totals.get('tasks_done', 0)} done, "
-        f"{totals.get('tasks_failed', 0)} failed, {tokens:,} tokens, "
-        f"cache hit share {float(totals.get('cache_hit_share') or 0):.0%}"
-        + (f", ${cost:.4f}" if cost else "")
-        + (f" (no price in \\[pricing] for {escape(', '.join(map(str, unpriced)))})"
-           if (unpriced := totals.get("unpriced_models")) else ""),
+        f"this run: {totals.cycles} cycles, {totals.tasks_done} done, "
+        f"{totals.tasks_failed} failed, {tokens:,} tokens, "
+        f"cache hit share {totals.cache_hit_share:.0%}"
+        + (f", ${totals.cost_usd:.4f}" if totals.cost_usd else "")
+        + (f" (no price in \\[pricing] for {escape(', '.join(totals.unpriced_models))})"
+           if totals.unpriced_models else ""),
         highlight=False,
     )
-    for item in d.get("waiting_tasks") or []:
-        console.print(f"  waiting: {escape(str(item.get('id')))} "
-                      f"({escape(str(item.get('why')))})", highlight=False)
+    for item in status.waiting_tasks:
+        console.print(f"  waiting: {escape(item.id)} ({escape(item.why)})", highlight=False)

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hivemind.daemon.status_file import DaemonStatus
 from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.fs.flocks import holders_of
 from hivemind.hive.changes import tasks_not_read
@@ -69,7 +70,7 @@ class HiveStatus(BaseModel):
         description=".hivemind/status.json as the daemon last wrote it, except: `running` is "
         "false and `killed` true if its process is gone; `running` and `stale` true if a "
         "daemon holds the hive's lock but could not write the file (a full disk); `{error}` "
-        "if the file is unreadable",
+        "if the file is unreadable or a field of it is wrong",
     )
 
 
@@ -111,6 +112,10 @@ def _daemon(hive: Hive) -> Any:
         return {"error": f"{shown} is not readable ({reason})"}
     if not isinstance(data, dict):
         return {"error": f"{shown} is not readable (not a JSON object)"}
+    try:
+        DaemonStatus.parse(data)  # every field as the daemon writes it
+    except ValueError as exc:
+        return {"error": f"{shown} is not readable ({exc})"}
     if holder is not None and not data.get("running"):
         data.pop("stopped_because", None)  # that of a run before this one
         data.update(running=True, pid=holder, stale=True)
