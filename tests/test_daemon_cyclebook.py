@@ -8,7 +8,8 @@ import asyncio
 
 import pytest
 
-from hivemind.agent.cycle import DAY_SPENT, Agent
+from hivemind.agent.cycle import Agent
+from hivemind.agent.pause import DAY_SPENT
 from hivemind.agent.report import CycleReport
 from hivemind.agent.services import HiveServices
 from hivemind.daemon.availability import Availability
