@@ -57,9 +57,17 @@ def _options(
 
 
 # Each module adds its commands to `app` when imported (one module per group).
-from hivemind.cli import hive_cmds, inspect_cmd, memory_cmd, run_cmd, trust_cmd  # noqa: E402
+from hivemind.cli import (  # noqa: E402
+    hive_cmds,
+    inspect_cmd,
+    memory_cmd,
+    run_cmd,
+    task_cmds,
+    trust_cmd,
+)
 
 hive_cmds.register(app)
+task_cmds.register(hive_cmds.task_app)
 run_cmd.register(app)
 inspect_cmd.register(app)
 memory_cmd.register(app)
