@@ -16,6 +16,7 @@ from typing import Any
 from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.record import AuditRecord, CycleRecord, TrackRecord
 from hivemind.agent.services import HiveServices
+from hivemind.errors import UserError
 from hivemind.hive.layout import HUMAN
 from hivemind.hive.mailbox import Mailbox, MailItem
 from hivemind.hive.models import TaskState
@@ -263,7 +264,10 @@ def end_held(s: HiveServices, ctx: ToolContext, failing: dict[str, str]) -> None
         ref = ctx.active_tasks.pop(tid, None)
         if ref is None:
             continue
-        s.board.fail(ref, reason, ctx.agent, final=True)
+        try:
+            s.board.fail(ref, reason, ctx.agent, final=True)
+        except UserError:  # taken from it meanwhile (`hivemind task cancel`): not its to end
+            continue
         ctx.effects.tasks_failed.append(tid)
         end_task_memory(ctx, ref, success=False)
         asked = ref.task.reply_to or ref.task.created_by

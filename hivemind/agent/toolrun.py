@@ -15,6 +15,7 @@ from typing import Any
 from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.loops import NO_TASK, LoopCounter
 from hivemind.agent.services import HiveServices
+from hivemind.errors import UserError
 from hivemind.llm.base import ModelResponse, ToolCall, ToolResult
 from hivemind.memory.blocks import HistoryBlock, Priority
 from hivemind.memory.manager import WorkingMemoryManager
@@ -168,7 +169,10 @@ class ToolRunner:
                 ref = ctx.active_tasks.pop(key, None)
                 if ref is None:
                     continue  # finished earlier in the cycle: nothing left to stop
-                self.s.board.fail(ref, reason, self.name, final=True)
+                try:
+                    self.s.board.fail(ref, reason, self.name, final=True)
+                except UserError:  # taken from it meanwhile (`hivemind task cancel`)
+                    continue
                 ctx.effects.tasks_failed.append(key)
                 end_task_memory(ctx, ref, success=False)
                 self.s.task_changed()
