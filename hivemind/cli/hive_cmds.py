@@ -115,12 +115,17 @@ def _reader_warnings() -> Iterator[list[str]]:
 
 
 def _task_file(file: Path) -> tuple[Task, Document]:
-    """The task `--file` describes, validated as a task file dropped into tasks/ would be."""
+    """The task `--file` describes (`-`: standard input), validated as a task file
+    dropped into tasks/ would be."""
+    stdin = str(file) == "-"
     try:
-        text = file.read_text("utf-8").removeprefix("\ufeff")
+        raw = sys.stdin.buffer.read() if stdin else file.read_bytes()
+        text = raw.decode("utf-8").removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        fail(f"{file}: cannot read the task body: {reason}")
+        fail(f"{'standard input' if stdin else file}: cannot read the task body: {reason}")
+    if stdin:
+        file = Path("<stdin>")
     try:
         with _reader_warnings() as heard:
             doc = parse(text, file)
@@ -153,12 +158,18 @@ def task_add(
             help="Id of a task that must be done first (repeat, or separate with commas).",
         ),
     ] = None,
+    body: Annotated[
+        str | None,
+        typer.Option("--body", metavar="TEXT",
+                     help="The details, under the title (Markdown)."),
+    ] = None,
     file: Annotated[
         Path | None,
         typer.Option(
             "--file",
-            help="A Markdown file with the details: its body is the task's body, and the "
-            "fields of its front matter count as the task's, where no option here sets them.",
+            help="A Markdown file with the details (`-`: read standard input): its body is "
+            "the task's body, and the fields of its front matter count as the task's, where "
+            "no option here sets them.",
         ),
     ] = None,
     task_id: Annotated[
@@ -187,7 +198,11 @@ def task_add(
     if depends_on is not None:
         fields["depends_on"] = [d.strip() for item in depends_on for d in item.split(",")
                                 if d.strip()]  # fmt: skip
-    data: dict[str, Any] = {"body": f"# {title.strip()}\n"}
+    if body is not None and file is not None:
+        fail("give the details with --body or with --file, not both")
+    heading = f"# {title.strip()}\n"
+    details = (body or "").strip("\n")
+    data: dict[str, Any] = {"body": f"{heading}\n{details}\n" if details.strip() else heading}
     if file is not None:
         from_file, doc = _task_file(file)
         # Only what the file sets: its defaults (id = the file's name) are not the task's.
