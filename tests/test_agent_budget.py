@@ -270,15 +270,18 @@ async def test_a_paused_agent_gets_no_new_work_and_others_take_it(hive: Hive) ->
             write_task(hive, f"skilled-{n}", front="domain: billing\n")
         (hive.rom_path("bob")).write_text(
             "---\nrole: bob\nskills: [billing]\naccepts_unassigned: true\n---\nDo tasks.\n")
-        await until(lambda: len(list(hive.done_dir.glob("*.md"))) == 5 and settled(daemon),
+        await until(lambda: len(list(hive.done_dir.glob("*.md"))) == 4 and settled(daemon),
                     "bob did the others")
         waiting = dict(daemon.waiting)
 
     assert {p.stem: p.read_text().count("agent: bob") for p in hive.done_dir.glob("*.md")
-            if p.stem != "t1"} == {"anyone": 1, "skilled-0": 1, "skilled-1": 1, "skilled-2": 1}
+            if p.stem != "t1"} == {"skilled-0": 1, "skilled-1": 1, "skilled-2": 1}
     assert waiting["for-alice"] == (
         "assigned to alice, which is paused: its daily token budget is spent")
     assert where(hive, "for-alice") == "tasks"
+    # A name the hive has no agent for: it waits for that agent, not given to bob.
+    assert waiting["anyone"].startswith("assigned to nobody-by-that-name, which is no agent")
+    assert where(hive, "anyone") == "tasks"
 
 
 async def test_a_paused_agent_gives_back_the_tasks_others_can_do(hive: Hive) -> None:

@@ -72,9 +72,9 @@ def test_an_agent_removed_in_its_back_off_gives_its_tasks_back_at_once(hive: Hiv
     tasks/active/ until then, and --until-idle called the hive idle (exit 0) with them
     undone: they went back to tasks/ as the daemon exited, for nobody."""
     write_agent(hive, "stays")
-    write_agent(hive, "leaves")
+    write_agent(hive, "leaves", front="skills: [refunds]\n")  # routed to it by skill
     for i in range(3):
-        write_task(hive, f"t{i}", front="assignee: leaves\n")
+        write_task(hive, f"t{i}", "Process the refunds.")
     provider = FailsFor("leaves")
     daemon = Daemon(hive, fast_config(hive), provider,
                     RunOptions(until_idle=True, idle_settle=0.2, backoff=60.0))

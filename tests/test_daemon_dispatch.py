@@ -168,7 +168,9 @@ def test_dispatch_says_why_a_task_waits(hive: Hive, board: TaskBoard) -> None:
     ann = AgentConfig(name="ann", accepts_unassigned=False)
     result = Dispatcher(board).dispatch({"ann": ann})
     assert dict(result.waiting) == {
-        "mine": "assigned to zed, which is no agent of this hive, and no agent accepts it",
+        "mine": "assigned to zed, which is no agent of this hive: it waits in tasks/ until "
+                "agents/zed/ROM.md exists or it is given to another agent (hivemind task "
+                "reassign mine AGENT)",
         "later": "waits for mine",
     }
     assert not result.claimed

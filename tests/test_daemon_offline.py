@@ -26,6 +26,7 @@ from hivemind.daemon.status_file import DaemonStatus
 from hivemind.errors import HiveLockedError, LockUnavailableError, ModelConnectionError
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
+from hivemind.hive.taskcontrol import reassign
 from hivemind.llm.base import ModelRequest, ModelResponse
 from tests.helpers import (
     CountingProvider,
@@ -312,8 +313,9 @@ def test_agent_added_while_running_gets_work(hive: Hive) -> None:
     assert (hive.done_dir / "for-late.md").exists()
 
 
-def test_agent_removed_while_running_stops_and_others_take_its_tasks(hive: Hive) -> None:
-    """Its runner ends; a task naming it is routed as if unassigned (see `Router`)."""
+def test_agent_removed_while_running_stops_and_its_tasks_wait_for_it(hive: Hive) -> None:
+    """Its runner ends; a task naming it waits for it (see `Router`) until it is given to
+    another agent."""
     write_agent(hive, "stays")
     write_agent(hive, "leaves")
     daemon = Daemon(hive, fast_config(hive), CountingProvider(), RunOptions())
@@ -330,6 +332,13 @@ def test_agent_removed_while_running_stops_and_others_take_its_tasks(hive: Hive)
             if "leaves" not in daemon.runners:
                 break
         write_task(hive, "for-leaves", front="assignee: leaves\n")
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if dict(daemon.waiting).get("for-leaves", "").startswith(
+                    "assigned to leaves, which is no agent of this hive"):
+                break
+        assert not (hive.done_dir / "for-leaves.md").exists()
+        reassign(hive, "for-leaves", "stays")
         for _ in range(100):
             await asyncio.sleep(0.05)
             if (hive.done_dir / "for-leaves.md").exists():
@@ -364,11 +373,13 @@ class HeldByAGate(CountingProvider):
 def test_an_agent_removed_mid_cycle_gives_its_tasks_to_the_others(hive: Hive) -> None:
     """Its folder goes while its cycle runs: that cycle ends, the daemon and the other
     agents carry on, and the tasks it held go back to tasks/ for them (they stayed in
-    tasks/active/leaves/ for good, and a cycle starting just then stopped the daemon)."""
+    tasks/active/leaves/ for good, and a cycle starting just then stopped the daemon);
+    one assigned to it by name waits there for it."""
     write_agent(hive, "stays")
-    write_agent(hive, "leaves")
+    write_agent(hive, "leaves", front="skills: [refunds]\n")  # routed to it by skill
     for i in range(3):
-        write_task(hive, f"t{i}", front="assignee: leaves\n")
+        write_task(hive, f"t{i}", "Process the refunds.")
+    write_task(hive, "mine", front="assignee: leaves\n")
     provider = HeldByAGate("leaves")
     daemon = Daemon(hive, fast_config(hive), provider, RunOptions())
 
@@ -387,6 +398,8 @@ def test_an_agent_removed_mid_cycle_gives_its_tasks_to_the_others(hive: Hive) ->
     for i in range(3):
         assert "agent: stays" in (hive.done_dir / f"t{i}.md").read_text()
     assert not hive.active_dir_for("leaves").exists()
+    assert (hive.tasks_dir / "mine.md").exists()
+    assert dict(daemon.waiting)["mine"].startswith("assigned to leaves, which is no agent")
 
 
 def test_an_agent_whose_rom_just_went_runs_no_cycle_and_raises_nothing(hive: Hive) -> None:
@@ -413,15 +426,18 @@ def test_tasks_of_an_agent_gone_while_stopped_are_given_back_at_the_start(
     write_agent(hive, "stays")
     held = hive.active_dir_for("gone")
     held.mkdir(parents=True)
-    (held / "orphan.md").write_text("---\nassignee: gone\n---\n# Orphan\n\nDo it.\n")
+    (held / "orphan.md").write_text("# Orphan\n\nDo it.\n")
+    (held / "named.md").write_text("---\nassignee: gone\n---\n# Named\n\nDo it.\n")
 
     daemon = run_until_idle(hive)
 
-    assert daemon.exit_reason == "idle"
+    assert daemon.exit_reason == "stalled"  # named.md waits for its agent
     assert "agent: stays" in (hive.done_dir / "orphan.md").read_text()
+    assert (hive.tasks_dir / "named.md").exists()
     assert not held.exists()
     assert "agent gone is gone (no agents/gone/ROM.md): its tasks are back in tasks/ " \
-        "for the others: orphan" in caplog.text
+        "for the others: orphan, named" in caplog.text
+    assert "tasks/named.md: assigned to gone, which is no agent of this hive" in caplog.text
 
 
 def test_a_rom_broken_while_stopped_keeps_its_last_good_config_and_says_so(

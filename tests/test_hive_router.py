@@ -16,8 +16,8 @@ TEXTS = ["fix the python tests", "write docs", "data science notebook", "SQL que
 
 def by_scores(task: Task, agents: list[AgentConfig]) -> list[str]:
     """The routing rule written out plainly, agent by agent."""
-    if task.assignee and any(a.name == task.assignee for a in agents):
-        return [task.assignee]
+    if task.assignee:  # that agent, or nobody: the task waits for it
+        return [task.assignee] if any(a.name == task.assignee for a in agents) else []
     text = words(f"{task.title} {task.body}")
     scored = [(skill_score(task, a, text), a.name) for a in agents if a.skills]
     best = max((s for s, _ in scored), default=0)

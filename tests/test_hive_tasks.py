@@ -429,9 +429,10 @@ def test_explicit_assignee_wins_when_that_agent_exists(hive: Hive, board: TaskBo
     assert board.route(pending_one(board), agents) == "bob"
 
 
-def test_unknown_assignee_falls_back_to_skills(hive: Hive, board: TaskBoard) -> None:
+def test_unknown_assignee_is_routed_to_nobody(hive: Hive, board: TaskBoard) -> None:
+    """It waits for its agent (or to be reassigned), never taken by another."""
     drop(hive, "a.md", "---\nassignee: nobody\n---\n# Python refactor\n")
-    assert board.route(pending_one(board), [agent("ann", ["python"]), agent("bob")]) == "ann"
+    assert board.route(pending_one(board), [agent("ann", ["python"]), agent("bob")]) is None
 
 
 def test_best_skill_match_routes_unassigned_tasks(hive: Hive, board: TaskBoard) -> None:

@@ -400,6 +400,11 @@ def print_status(status: HiveStatus) -> None:
             line = f"  {escape(item.file)}: [red]{escape(item.reason)}[/]"
             console.print(line, highlight=False, soft_wrap=True)
 
+    if status.no_agent:
+        console.print("[bold]Waiting for an agent the hive does not have[/]")
+        for line in status.no_agent:
+            console.print(f"  [yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
+
     if status.not_tasks:
         console.print("[bold]Not read as tasks[/] (a task is a tasks/*.md file)")
         for why in status.not_tasks:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from hivemind.daemon.status_file import DaemonStatus
 from hivemind.errors import ConfigError, UnknownAgentError
 from hivemind.fs.flocks import holders_of
+from hivemind.hive.assignees import waiting_for_no_agent
 from hivemind.hive.changes import tasks_not_read
 from hivemind.hive.config import load_config
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
@@ -64,6 +65,11 @@ class HiveStatus(BaseModel):
     not_tasks: list[str] = Field(
         default_factory=list,
         description="files and folders in tasks/ not read as tasks, each with why and what to do",
+    )
+    no_agent: list[str] = Field(
+        default_factory=list,
+        description="pending tasks assigned to a name the hive has no agent for (they wait), "
+        "each with what to do",
     )
     daemon: Any = Field(
         default=None,
@@ -173,5 +179,6 @@ def hive_status(
             RejectedFile(file=hive.relative(path), reason=reason) for path, reason in rejected(hive)
         ],
         not_tasks=tasks_not_read(hive),
+        no_agent=waiting_for_no_agent(hive, names),
         daemon=_daemon(hive),
     )

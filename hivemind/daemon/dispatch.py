@@ -10,16 +10,20 @@ atomic rename, so another process racing for the same file simply wins or loses.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
+from hivemind.fs.sayonce import warn_once
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.tasks.ref import TaskRef
-from hivemind.hive.tasks.routing import Router, least_loaded
+from hivemind.hive.tasks.routing import Router, least_loaded, unknown_assignee
 from hivemind.settings import AgentConfig
+
+logger = logging.getLogger("hivemind.daemon.daemon")  # said on the daemon's console
 
 MAX_ACTIVE_PER_AGENT = 4
 WAITING_SHOWN = 50  # reasons kept for status.json; the walk stops counting after that
@@ -86,18 +90,12 @@ class Dispatcher:
                     self._wait(result, ref, f"waits for {', '.join(missing)}")
                     continue
             assignee = ref.task.assignee
-            if assignee and assignee not in agents and self._in_hive(assignee):
-                # Its agent is in the hive but not running (`--agents`, a ROM without a
-                # valid config): the task waits for it, as assigned.
-                why = (away or {}).get(assignee, "is not running")
-                self._wait(result, ref, f"assigned to {assignee}, which {why}")
+            if assignee and assignee not in agents:
+                self._wait(result, ref, self._assignee_away(ref, assignee, away))
                 continue
             target = least_loaded(self._candidates(ref), load)
             if target is None:
-                # An assignee the hive has no agent for is routed as if unassigned.
-                why = (f"assigned to {ref.task.assignee}, which is no agent of this hive, "
-                       "and no agent accepts it" if ref.task.assignee else "no agent accepts it")
-                self._wait(result, ref, why)
+                self._wait(result, ref, "no agent accepts it")
                 continue
             if load[target] >= self.max_active and not sub:
                 self._wait(result, ref, f"{target} is busy")
@@ -120,6 +118,21 @@ class Dispatcher:
                 f"{name} {reason}" for name, reason in sorted(away.items())
             )
         return [(ref.id, why) for ref in islice(self.board.pending_in_order(), WAITING_SHOWN)]
+
+    def _assignee_away(self, ref: TaskRef, assignee: str, away: Mapping[str, str] | None) -> str:
+        """Why a task waits for its assignee, which is not running: an agent of the hive
+        (`--agents`, a ROM without a valid config, paused), or a name the hive has no
+        agent for (said on the console once per name: it waits until there is one)."""
+        if self._in_hive(assignee):
+            return f"assigned to {assignee}, which {(away or {}).get(assignee, 'is not running')}"
+        why = unknown_assignee(ref.id, assignee)
+        # Once per name, not per task: a typo in a batch of a thousand tasks is one line
+        # (`hivemind status` lists each task).
+        hive = self.board.hive
+        warn_once(logger, (hive.root, "assignee", assignee), "%s: %s (and so does every "
+                  "other task assigned to %s; `hivemind status` lists them)",
+                  hive.relative(ref.path), why, assignee)
+        return why
 
     def _in_hive(self, name: str) -> bool:
         """True if `name` is an agent of the hive (a folder of agents/ with a ROM.md)."""

@@ -1,4 +1,5 @@
-"""Which agent a pending task goes to: its assignee, else skills, else the least loaded."""
+"""Which agent a pending task goes to: its assignee (no other), else skills, else the
+least loaded."""
 
 from __future__ import annotations
 
@@ -60,12 +61,12 @@ class Router:
     def candidates(self, task: Task) -> list[str]:
         """The agents that may take `task`, before load is considered (empty: nobody).
 
-        1. the assignee, if that agent exists; 2. the agents with the best skills match
-        (see `skill_score`); 3. the agents with `accepts_unassigned`. (The dispatcher
-        holds back a task whose assignee is in the hive but not running.)
+        1. the assignee, if that agent is among them (else nobody: the task waits for
+        it); 2. the agents with the best skills match (see `skill_score`); 3. the agents
+        with `accepts_unassigned`.
         """
-        if task.assignee and task.assignee in self.names:
-            return [task.assignee]
+        if task.assignee:
+            return [task.assignee] if task.assignee in self.names else []
         text = words(f"{task.title} {task.body}")
         tags = {t.strip().lower() for t in (task.domain, task.task_type) if t}
         best, chosen = 0, []
@@ -86,6 +87,13 @@ class Router:
 def candidates(task: Task, agents: Sequence[AgentConfig]) -> list[str]:
     """The agents that may take `task`, before load is considered (see `Router`)."""
     return Router(agents).candidates(task)
+
+
+def unknown_assignee(task_id: str, assignee: str) -> str:
+    """Why a task assigned to a name the hive has no agent for waits, and what to do."""
+    return (f"assigned to {assignee}, which is no agent of this hive: it waits in tasks/ "
+            f"until agents/{assignee}/ROM.md exists or it is given to another agent "
+            f"(hivemind task reassign {task_id} AGENT)")
 
 
 def least_loaded(names: Sequence[str], load: Mapping[str, int]) -> str | None:
