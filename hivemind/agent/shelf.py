@@ -13,7 +13,7 @@ prompt cache serves); holding none, its unread mail.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hivemind.memory.blocks import AnyBlock, ContextBlock, KnowledgeBlock, Priority
 from hivemind.memory.budget import DEFAULT_MAX_BLOCK_TOKENS, ENVELOPE_TOKENS, block_cap
@@ -29,6 +29,10 @@ class _Memo:
     key: tuple[object, ...]
     blocks: list[AnyBlock]  # the knowledge blocks in view, input order
     left_out: int
+    # For `left_out`, formatted only when asked: (note, words shared, tokens) each, and
+    # the notes' share of the budget.
+    out: list[tuple[KnowledgeBlock, int, int]] = field(default_factory=list)
+    share: int = 0
 
 
 class KnowledgeShelf:
@@ -81,7 +85,19 @@ class KnowledgeShelf:
                 inside.add(i)
                 room -= sizes[i]
         kept: list[AnyBlock] = [note for i, note in enumerate(notes) if i in inside]
-        return _Memo(key, kept, len(notes) - len(kept))
+        out = [(note, shared[i], sizes[i]) for i, note in enumerate(notes) if i not in inside]
+        return _Memo(key, kept, len(notes) - len(kept), out, share)
+
+    def left_out(self) -> list[tuple[AnyBlock, str]]:
+        """The notes the last choice left out, each with why (`hivemind inspect`)."""
+        memo = self._memo
+        if memo is None:
+            return []
+        return [(note, f"shares {n} word(s) with the work at hand, but the notes' quarter of "
+                       f"the context ({memo.share:,} tokens) had no room for its ~{size:,}"
+                 if n else "shares no word with the work at hand (its tasks; holding none, "
+                           "its unread mail)")
+                for note, n, size in memo.out]
 
     def _left_out_line(self, left_out: int, total: int, tools: list[str] | None) -> ContextBlock:
         finders = [t for t in ("search_files", "list_files") if tools is None or t in tools]

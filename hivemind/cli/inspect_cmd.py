@@ -35,9 +35,40 @@ def _print_report(report: dict[str, Any]) -> None:
     if report["pending_tasks_shown"]:
         console.print(f"{report['pending_tasks_shown']} pending task(s) shown as this agent "
                       "would get them at its next cycle", highlight=False)
+    left_out = report.get("notes_left_out") or []
+    if left_out:
+        console.print(f"[bold]knowledge notes left out by the filter[/] ({len(left_out)}; "
+                      "the model finds them with search_files)", highlight=False)
+        for note in left_out[:NOTES_SHOWN]:
+            console.print(f"  {escape(note['id'])}: {escape(note['reason'])}",
+                          highlight=False, soft_wrap=True)
+        if len(left_out) > NOTES_SHOWN:
+            console.print(f"  … and {len(left_out) - NOTES_SHOWN} more (--json lists all)",
+                          highlight=False)
     if report["config_error"]:
         console.print(f"[red]ROM error (last good config used):[/] "
                       f"{escape(report['config_error'])}", highlight=False)
+
+
+NOTES_SHOWN = 20
+
+
+def _print_request(req: dict[str, Any]) -> None:
+    """The request as sent: the system prompt and the JSON context verbatim, tool names."""
+    temperature = "" if req["temperature"] is None else f", temperature {req['temperature']}"
+    console.rule(f"request of {req['agent']}: model {req['model']}, max_tokens "
+                 f"{req['max_output_tokens']:,}{temperature}", align="left", style="bold")
+    console.rule("system", align="left", style="dim")
+    console.print(req["system"], markup=False, highlight=False, soft_wrap=True)
+    console.rule(f"tools ({len(req['tools'])})", align="left", style="dim")
+    console.print(", ".join(req["tools"]) or "(none)", markup=False, highlight=False,
+                  soft_wrap=True)
+    console.rule(f"context ({req['context_tokens']:,} tokens; cached: the first "
+                 f"{req['context_stable_chars']:,} characters)", align="left", style="dim")
+    console.print(req["context"], markup=False, highlight=False, soft_wrap=True)
+    if req["pending_tasks_shown"]:
+        console.print(f"({req['pending_tasks_shown']} pending task(s) shown as this agent "
+                      "would get them at its next cycle)", highlight=False)
 
 
 def _summary(report: dict[str, Any]) -> list[str]:
@@ -75,7 +106,8 @@ def register(app: typer.Typer) -> None:
     @app.command(
         "inspect",
         short_help="The context an agent would get now, what is kept and why.",
-        epilog="Example: hivemind inspect lead --budget 20000   (--json for scripts)",
+        epilog="Examples: hivemind inspect lead --budget 20000   (--json for scripts);  "
+        "hivemind inspect lead --request   (the request itself)",
     )
     def inspect(
         agent: Annotated[str, typer.Argument(help="The agent: a folder of agents/ with a ROM.md.")],
@@ -87,15 +119,29 @@ def register(app: typer.Typer) -> None:
                          "prompt with its team list and the tool definitions; at least "
                          "1,000).", show_default=False),
         ] = None,
+        request: Annotated[
+            bool,
+            typer.Option("--request", help="Print the request the agent would send now "
+                         "instead: the model, the system prompt, the tool names and the JSON "
+                         "context, verbatim (--json: with the tools' definitions)."),
+        ] = False,
         as_json: JsonOption = False,
     ) -> None:
         """Show the context AGENT would get if it thought now: its ROM, knowledge, tasks,
-        mail, files and history, which blocks are kept or dropped and why, and the tokens
-        per type. Nothing is changed on disk."""
-        from hivemind.agent.inspect import inspect_agent  # heavy: only when run
+        mail, files and history, which blocks are kept or dropped and why (a kept one: its
+        tier, score and the budget used), the knowledge notes its filter left out, and the
+        tokens per type. Nothing is changed on disk and no model is called."""
+        from hivemind.agent.inspect import inspect_agent, request_of  # heavy: only when run
 
         where = resolve_hive(hive)
         try:
+            if request:
+                sent = asyncio.run(request_of(where, agent, budget))
+                if as_json:
+                    typer.echo(json.dumps(sent, ensure_ascii=False, indent=2))
+                else:
+                    _print_request(sent)
+                return
             report = asyncio.run(inspect_agent(where, agent, budget))
         except (UnknownAgentError, ConfigError) as exc:
             fail(str(exc))
