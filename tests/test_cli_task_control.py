@@ -68,6 +68,28 @@ def test_cancel_of_a_held_task_tells_its_agent(hive: Hive) -> None:
     assert "stop working on it" in mail.message.body
 
 
+def test_cancel_warns_of_the_tasks_that_wait_for_it(hive: Hive) -> None:
+    write_task(hive, "t1")
+    write_task(hive, "t2", front="depends_on: [t1]\n")
+
+    result = hm(hive, "task", "cancel", "t1")
+
+    assert result.exit_code == 0, result.output
+    assert ("warning: t2 depends on t1 and will wait for it until cancelled too or its "
+            "depends_on is edited") in " ".join(result.output.split())
+
+
+def test_show_of_a_held_task_names_its_holder(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    held_by(hive, "worker", "t1", front="assignee: worker\n")
+
+    result = hm(hive, "task", "show", "t1")
+
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("t1 active, ")
+    assert "held by worker; assigned to worker" in result.output
+
+
 @pytest.mark.parametrize("state", ["done", "failed"])
 def test_cancel_of_a_finished_task_is_refused(hive: Hive, state: str) -> None:
     folder = hive.done_dir if state == "done" else hive.failed_dir

@@ -9,13 +9,21 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from hivemind.cli.common import HiveOption, JsonOption, console, fail, resolve_hive, shown_path
+from hivemind.cli.common import (
+    HiveOption,
+    JsonOption,
+    console,
+    err_console,
+    fail,
+    resolve_hive,
+    shown_path,
+)
 from hivemind.cli.task_history import TaskCycle, task_cycles
 from hivemind.errors import UserError
 from hivemind.hive.document import dump_front, parse
 from hivemind.hive.frontmatter import task_front
 from hivemind.hive.models import TaskState
-from hivemind.hive.taskcontrol import Located, cancel, locate, reassign
+from hivemind.hive.taskcontrol import Located, cancel, dependents, locate, reassign
 
 TaskIdArgument = Annotated[
     str, typer.Argument(metavar="ID", help="The task's id (its file name without .md).")
@@ -161,6 +169,14 @@ def task_cancel(
         fail(str(exc))
     told = f"; {changed.holder} was told" if changed.holder else ""
     typer.echo(f"{changed.task_id}: cancelled, now {shown_path(changed.path)}{told}")
+    waiting = dependents(where, changed.task_id)
+    if waiting:
+        err_console.print(
+            f"[yellow]warning:[/] {escape(', '.join(waiting))} "
+            f"{'depends' if len(waiting) == 1 else 'depend'} on {escape(changed.task_id)} and "
+            "will wait for it until cancelled too or its depends_on is edited",
+            highlight=False, soft_wrap=True,
+        )
 
 
 def task_reassign(

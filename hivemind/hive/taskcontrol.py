@@ -27,6 +27,7 @@ from hivemind.hive.models import Task, TaskState, check_file_id
 from hivemind.hive.quarantine import REASON_SUFFIX, read_reason
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.tasks.file import ended_text
+from hivemind.hive.tasks.listing import md_files
 from hivemind.hive.tasks.ref import append_section
 
 CANCELLED = "cancelled by human"
@@ -171,6 +172,16 @@ def reassign(hive: Hive, task_id: str, agent: str) -> Changed:
               f"Task {task.id} was given to {agent} by {HUMAN}. It is no longer yours: stop "
               "working on it (complete_task and fail_task on it are refused).")
     return Changed(task.id, dest, found.holder)
+
+
+def dependents(hive: Hive, task_id: str) -> list[str]:
+    """Ids of the pending tasks that wait for `task_id` (its `depends_on` names it)."""
+    found = []
+    for path, _ in md_files(hive.tasks_dir):
+        task, _problem = _read(path)
+        if task is not None and task_id in task.depends_on:
+            found.append(task.id)
+    return sorted(found)
 
 
 def _parked(folder: Path, path: Path) -> Path:
