@@ -4,6 +4,7 @@ a person; files moved (never deleted), mistakes told in one line."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -219,6 +220,20 @@ def test_show_of_a_rejected_file_gives_its_reason(hive: Hive) -> None:
     shown = json.loads(result.output)
     assert (shown["state"], shown["outcome"]) == ("rejected",
                                                   "line 2: priority must be one of ...")
+
+
+def test_show_never_reads_a_rejected_hard_link_to_a_file_outside(hive: Hive) -> None:
+    outside = hive.root.parent / "secret.txt"
+    outside.write_text("---\ntitle: SECRET KEY 1234\n---\nSECRET\n")
+    hive.rejected_dir.mkdir(parents=True, exist_ok=True)
+    os.link(outside, hive.rejected_dir / "leak.md")
+    (hive.rejected_dir / "leak.md.reason").write_text("the file has 2 hard links\n")
+
+    result = hm(hive, "task", "show", "leak")
+
+    assert result.exit_code == 0, result.output
+    assert "SECRET" not in result.output
+    assert "reason: the file has 2 hard links" in result.output
 
 
 def test_show_of_an_unknown_id_is_one_line(hive: Hive) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -78,3 +79,13 @@ def test_it_waits_until_its_agent_is_added_then_that_agent_does_it(hive: Hive) -
     asyncio.run(main())
     assert "agent: zed" in (hive.done_dir / "t1.md").read_text()
     assert not hive.audit_path("ann").exists()  # ann never ran a cycle for it
+
+
+def test_status_never_reads_a_task_file_linked_from_outside(hive: Hive) -> None:
+    outside = hive.root.parent / "elsewhere.md"
+    outside.write_text("---\nassignee: zed\n---\n# Not the hive's\n")
+    os.link(outside, hive.tasks_dir / "linked.md")
+
+    as_json = CliRunner().invoke(app, ["status", "--hive", str(hive.root), "--json"])
+
+    assert json.loads(as_json.output)["no_agent"] == []

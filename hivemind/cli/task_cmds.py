@@ -96,11 +96,11 @@ def _front_and_body(found: Located) -> tuple[dict[str, Any], str]:
     """The file's front matter as written (the person's fields and the runtime's), and
     its body; for a file that cannot be read, nothing."""
     if found.task is None:
-        return {}, ""
+        return {}, found.text  # as it is, if it could be read at all
     try:
-        doc = parse(found.path.read_text("utf-8"), found.path)
+        doc = parse(found.text, found.path)
         return dict(doc.front), doc.body
-    except (OSError, UnicodeDecodeError, UserError):
+    except UserError:
         front = json.loads(json.dumps(task_front(found.task), default=str))
         return front, found.task.body
 

@@ -7,11 +7,11 @@ mention `assignee` at all are parsed, so a board of thousands costs a read each.
 from __future__ import annotations
 
 import os
-import stat
 
 from hivemind.errors import FileFormatError
 from hivemind.hive.frontmatter import MAX_FILE_BYTES, task_from_text
 from hivemind.hive.layout import Hive
+from hivemind.hive.links import task_file_problem
 from hivemind.hive.tasks.listing import md_files
 from hivemind.hive.tasks.routing import unknown_assignee
 
@@ -24,8 +24,8 @@ def waiting_for_no_agent(hive: Hive, agents: list[str]) -> list[str]:
     known = set(agents)
     lines: list[str] = []
     for path, st in md_files(hive.tasks_dir):
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-            continue  # a link, a huge file: the daemon rejects it, status says why
+        if task_file_problem(hive, st) is not None or st.st_size > MAX_FILE_BYTES:
+            continue  # a link, a huge file: the daemon rejects it unread, status says why
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             with os.fdopen(fd, "rb") as fh:

@@ -22,6 +22,7 @@ from hivemind.fs.noreplace import link_new, move_unique
 from hivemind.hive.document import read_text
 from hivemind.hive.frontmatter import render_task, task_from_text
 from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.links import task_file_problem
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.models import Task, TaskState, check_file_id
 from hivemind.hive.quarantine import REASON_SUFFIX, read_reason
@@ -50,6 +51,7 @@ class Located:
     holder: str | None = None
     task: Task | None = None
     problem: str | None = None
+    text: str = ""  # the file as it was read ("" if it was not)
 
 
 @dataclass(frozen=True)
@@ -69,26 +71,32 @@ def locate(hive: Hive, task_id: str) -> Located:
         raise UserError(f"no task {task_id!r}: {exc}") from None
     ref = TaskBoard(hive).find(task_id)
     if ref is not None:
-        task, problem = _read(ref.path)
-        return Located(task_id, ref.state, ref.path, ref.agent, task, problem)
+        task, problem, text = _read(hive, ref.path)
+        return Located(task_id, ref.state, ref.path, ref.agent, task, problem, text)
     rejected = hive.rejected_dir / f"{task_id}.md"
     if os.path.lexists(rejected):
-        task, _ = _read(rejected)
+        task, _, text = _read(hive, rejected)
         reason = read_reason(rejected) or f"(no {rejected.name}{REASON_SUFFIX} file)"
-        return Located(task_id, TaskState.REJECTED, rejected, None, task, reason)
+        return Located(task_id, TaskState.REJECTED, rejected, None, task, reason, text)
     raise UserError(
         f"no task {task_id!r} in {hive.root} (looked in tasks/, active/, done/, failed/ and "
         "rejected/; `hivemind task list --all` lists them)"
     )
 
 
-def _read(path: Path) -> tuple[Task | None, str | None]:
+def _read(hive: Hive, path: Path) -> tuple[Task | None, str | None, str]:
+    """The task in `path`, or why it is not read (a link is never read through), and
+    the file's text."""
+    text = ""
     try:
-        return task_from_text(read_text(path), path), None
+        if (problem := task_file_problem(hive, os.lstat(path))) is not None:
+            return None, problem, ""
+        text = read_text(path)
+        return task_from_text(text, path), None, text
     except FileFormatError as exc:
-        return None, exc.reason
+        return None, exc.reason, text
     except OSError as exc:
-        return None, f"cannot read the file: {exc.strerror}"
+        return None, f"cannot read the file: {exc.strerror}", ""
 
 
 def _movable(hive: Hive, found: Located, doing: str) -> Task:
@@ -178,7 +186,7 @@ def dependents(hive: Hive, task_id: str) -> list[str]:
     """Ids of the pending tasks that wait for `task_id` (its `depends_on` names it)."""
     found = []
     for path, _ in md_files(hive.tasks_dir):
-        task, _problem = _read(path)
+        task, _problem, _ = _read(hive, path)
         if task is not None and task_id in task.depends_on:
             found.append(task.id)
     return sorted(found)
