@@ -437,7 +437,7 @@ def test_tasks_of_an_agent_gone_while_stopped_are_given_back_at_the_start(
     assert not held.exists()
     assert "agent gone is gone (no agents/gone/ROM.md): its tasks are back in tasks/ " \
         "for the others: orphan, named" in caplog.text
-    assert "tasks/named.md: assigned to gone, which is no agent of this hive" in caplog.text
+    assert "tasks/named.md and any other task assigned to gone wait in tasks/" in caplog.text
 
 
 def test_a_rom_broken_while_stopped_keeps_its_last_good_config_and_says_so(

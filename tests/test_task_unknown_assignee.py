@@ -42,8 +42,9 @@ def test_the_dispatcher_holds_it_for_its_agent_and_says_so_once(
     assert (hive.tasks_dir / "t1.md").exists() and (hive.tasks_dir / "t2.md").exists()
     said = [r.getMessage() for r in caplog.records if "no agent of this hive" in r.getMessage()]
     # Once for the name, however many tasks and dispatches.
-    assert said == [f"tasks/t1.md: {WAITS} (and so does every other task assigned to zed; "
-                    "`hivemind status` lists them)"]
+    assert said == ["tasks/t1.md and any other task assigned to zed wait in tasks/: zed is no "
+                    "agent of this hive (add agents/zed/ROM.md, or `hivemind task reassign ID "
+                    "AGENT`; `hivemind status` lists them)"]
 
 
 def test_status_flags_it_without_a_daemon(hive: Hive) -> None:

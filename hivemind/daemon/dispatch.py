@@ -129,9 +129,10 @@ class Dispatcher:
         # Once per name, not per task: a typo in a batch of a thousand tasks is one line
         # (`hivemind status` lists each task).
         hive = self.board.hive
-        warn_once(logger, (hive.root, "assignee", assignee), "%s: %s (and so does every "
-                  "other task assigned to %s; `hivemind status` lists them)",
-                  hive.relative(ref.path), why, assignee)
+        warn_once(logger, (hive.root, "assignee", assignee), "%s and any other task assigned "
+                  "to %s wait in tasks/: %s is no agent of this hive (add agents/%s/ROM.md, "
+                  "or `hivemind task reassign ID AGENT`; `hivemind status` lists them)",
+                  hive.relative(ref.path), assignee, assignee, assignee)
         return why
 
     def _in_hive(self, name: str) -> bool:
