@@ -11,6 +11,8 @@ its task gone; a tool call on it is refused.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,11 +139,12 @@ def cancel(hive: Hive, task_id: str, note: str = "") -> Changed:
     dest = hive.failed_dir / f"{task.id}.md"
     parked = _parked(hive.failed_dir, found.path)
     _take(hive, found, parked)
-    text = _text(parked, task)
-    update = {"status": TaskState.FAILED, "agent": found.holder or task.agent,
-              "finished_at": utcnow()}
-    atomic_write(parked, _with_section(text, parked, task, update, "Cancelled", reason))
-    dest = _place(parked, dest)
+    with _put_back_on_error(parked, found.path):
+        text, task = _text(hive, parked, found.path, task)
+        update = {"status": TaskState.FAILED, "agent": found.holder or task.agent,
+                  "finished_at": utcnow()}
+        atomic_write(parked, _with_section(text, parked, task, update, "Cancelled", reason))
+        dest = _place(parked, dest)
     if found.holder is not None:
         _tell(hive, found.holder, task, f"[cancelled] {task.title or task.id}",
               f"Task {task.id} was cancelled by {HUMAN} and moved to tasks/failed/"
@@ -167,14 +170,15 @@ def reassign(hive: Hive, task_id: str, agent: str) -> Changed:
         raise UserError(f"task {task.id} is assigned to {agent} already")
     parked = _parked(hive.tasks_dir, found.path)
     _take(hive, found, parked)
-    text = _text(parked, task)
-    was = found.holder or task.assignee
-    update: dict[str, Any] = {"assignee": agent}
-    if found.holder is not None:  # back to tasks/, as a released task is
-        update.update(status=TaskState.PENDING, agent=None, claimed_at=None)
-    section = f"given to {agent} by {HUMAN}" + (f" (was: {was})" if was else "")
-    atomic_write(parked, _with_section(text, parked, task, update, "Reassigned", section))
-    dest = _place(parked, hive.tasks_dir / found.path.name)
+    with _put_back_on_error(parked, found.path):
+        text, task = _text(hive, parked, found.path, task)
+        was = found.holder or task.assignee
+        update: dict[str, Any] = {"assignee": agent}
+        if found.holder is not None:  # back to tasks/, as a released task is
+            update.update(status=TaskState.PENDING, agent=None, claimed_at=None)
+        section = f"given to {agent} by {HUMAN}" + (f" (was: {was})" if was else "")
+        atomic_write(parked, _with_section(text, parked, task, update, "Reassigned", section))
+        dest = _place(parked, hive.tasks_dir / found.path.name)
     if found.holder is not None:
         _tell(hive, found.holder, task, f"[reassigned] {task.title or task.id}",
               f"Task {task.id} was given to {agent} by {HUMAN}. It is no longer yours: stop "
@@ -196,12 +200,29 @@ def _parked(folder: Path, path: Path) -> Path:
     return folder / f".{path.name}.{os.getpid()}{_PARKED}"
 
 
-def _text(path: Path, task: Task) -> str:
-    """The file's text as it is now (it may have been edited since it was located)."""
+def _text(hive: Hive, parked: Path, home: Path, task: Task) -> tuple[str, Task]:
+    """The file's text and task as they are now, taken out of reach (an edit made since
+    it was located is kept; read as the file of `home`); as it was located if it no
+    longer reads."""
     try:
-        return read_text(path)
+        if task_file_problem(hive, os.lstat(parked)) is None:
+            text = read_text(parked)
+            return text, task_from_text(text, home)
     except (OSError, FileFormatError):
-        return render_task(task)
+        pass
+    return render_task(task), task
+
+
+@contextmanager
+def _put_back_on_error(parked: Path, home: Path) -> Iterator[None]:
+    """A change that fails half-way (a full disk) leaves the file where it was."""
+    try:
+        yield
+    except BaseException:
+        if os.path.lexists(parked):
+            with suppress(OSError):
+                move_unique(parked, home.parent, home.name)
+        raise
 
 
 def _with_section(
