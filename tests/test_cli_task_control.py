@@ -148,6 +148,17 @@ def test_reassign_of_a_held_task_gives_it_back_to_tasks_for_the_new_agent(hive: 
     assert "agent: bob" in (hive.done_dir / "t1.md").read_text()
 
 
+def test_reassign_json_says_where_the_task_is_and_who_was_told(hive: Hive) -> None:
+    write_agent(hive, "alice")
+    write_agent(hive, "bob")
+    held_by(hive, "alice", "t1")
+
+    result = hm(hive, "task", "reassign", "t1", "bob", "--json")
+
+    assert json.loads(result.output) == {"id": "t1", "path": str(hive.tasks_dir / "t1.md"),
+                                         "told": "alice"}
+
+
 def test_reassign_to_an_unknown_agent_is_refused_and_moves_nothing(hive: Hive) -> None:
     write_agent(hive, "alice")
     write_task(hive, "t1")

@@ -23,7 +23,7 @@ from hivemind.errors import UserError
 from hivemind.hive.document import dump_front, parse
 from hivemind.hive.frontmatter import task_front
 from hivemind.hive.models import TaskState
-from hivemind.hive.taskcontrol import Located, cancel, dependents, locate, reassign
+from hivemind.hive.taskcontrol import Changed, Located, cancel, dependents, locate, reassign
 
 TaskIdArgument = Annotated[
     str, typer.Argument(metavar="ID", help="The task's id (its file name without .md).")
@@ -35,13 +35,13 @@ _OUTCOME = re.compile(r"^## (Result|Attempt \d+ failed|Cancelled)[ \t]*$", re.MU
 
 def register(task_app: typer.Typer) -> None:
     """Add this module's commands to `hivemind task`."""
-    task_app.command("show", short_help="One task: its fields, text, outcome and cycles.")(
-        task_show
-    )
-    task_app.command("cancel", short_help="Stop a pending or active task (→ tasks/failed/).")(
-        task_cancel
-    )
-    task_app.command("reassign", short_help="Give a pending or active task to another agent.")(
+    task_app.command("show", short_help="One task: its fields, text, outcome and cycles.",
+                     epilog="Example: hivemind task show fix-the-login-bug")(task_show)
+    task_app.command("cancel", short_help="Stop a pending or active task (→ tasks/failed/).",
+                     epilog="Example: hivemind task cancel fix-the-login-bug --reason "
+                     "'a duplicate of t7'")(task_cancel)
+    task_app.command("reassign", short_help="Give a pending or active task to another agent.",
+                     epilog="Example: hivemind task reassign fix-the-login-bug bob")(
         task_reassign
     )
 
@@ -158,6 +158,7 @@ def task_cancel(
         str, typer.Option("--reason", help="Why, in a few words (added to the reason).")
     ] = "",
     hive: HiveOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Cancel a pending or active task: it moves to tasks/failed/ with the reason
     "cancelled by human". The agent holding it is told by mail, and its tool calls on
@@ -167,6 +168,8 @@ def task_cancel(
         changed = cancel(where, task_id, reason)
     except UserError as exc:
         fail(str(exc))
+    if _echo_json(changed, as_json):
+        return
     told = f"; {changed.holder} was told" if changed.holder else ""
     typer.echo(f"{changed.task_id}: cancelled, now {shown_path(changed.path)}{told}")
     waiting = dependents(where, changed.task_id)
@@ -183,6 +186,7 @@ def task_reassign(
     task_id: TaskIdArgument,
     agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent to give it to.")],
     hive: HiveOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Give a pending or active task to AGENT (its `assignee` is set). A task another
     agent holds goes back to tasks/ for AGENT to claim, and that agent is told by mail."""
@@ -191,5 +195,14 @@ def task_reassign(
         changed = reassign(where, task_id, agent)
     except UserError as exc:
         fail(str(exc))
+    if _echo_json(changed, as_json):
+        return
     told = f"; {changed.holder} was told" if changed.holder else ""
     typer.echo(f"{changed.task_id}: assigned to {agent}, {shown_path(changed.path)}{told}")
+
+
+def _echo_json(changed: Changed, as_json: bool) -> bool:
+    if as_json:
+        typer.echo(json.dumps({"id": changed.task_id, "path": str(changed.path),
+                               "told": changed.holder}))
+    return as_json
