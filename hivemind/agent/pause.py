@@ -55,10 +55,13 @@ class BudgetPause:
         for tid in budget.tasks_exhausted(cfg.budget, list(p.active)):
             ref = p.active.pop(tid)
             self.working.remove(f"task:{tid}")  # not shown to the model as active any more
-            self.s.board.fail(
-                ref, f"token budget per task spent ({budget.per_task[tid]} tokens)",
-                self.name, final=True,
-            )
+            try:
+                self.s.board.fail(
+                    ref, f"token budget per task spent ({budget.per_task[tid]} tokens)",
+                    self.name, final=True,
+                )
+            except UserError:  # taken from it meanwhile (`hivemind task cancel`)
+                continue
             report.tasks_failed += 1  # in the run's figures, whether a cycle runs or not
             if budget.first_warning(key := f"task:{tid}"):
                 self.s.post.send(
