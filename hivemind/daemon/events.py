@@ -84,7 +84,7 @@ class HiveEvents:
 
     def _give_back(self, name: str) -> None:
         """The tasks claimed by `name`, an agent the hive no longer has, back to tasks/
-        for the others (an assignee with no agent is routed as if unassigned)."""
+        for the others (one assigned to it by name waits for it: see `Router`)."""
         released = outage.give_back(self.services, name)
         if released:
             logger.warning(
