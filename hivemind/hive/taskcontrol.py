@@ -37,9 +37,9 @@ CANCELLED = "cancelled by human"
 """The reason a cancelled task carries (a person's own words follow it)."""
 
 _MOVABLE = (TaskState.PENDING, TaskState.ACTIVE)
-_PARKED = ".reassigning"
-"""Suffix of the hidden name a task has for the moment it is rewritten in tasks/: no
-board reads it, and no sweep of temp files removes it."""
+_PARKED = ".changing"
+"""Suffix of the hidden name a task has for the moment it is rewritten (in tasks/ or
+failed/): no board reads it, and no sweep of temp files removes it."""
 
 
 @dataclass(frozen=True)
