@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hivemind.fs.atomic import temp_name, write_temp
 from hivemind.hive.layout import HUMAN, Hive
-from hivemind.hive.leftovers import sweep_temps, writer_pid
+from hivemind.hive.leftovers import parked_name, restore_parked, sweep_temps, writer_pid
 from tests.helpers import run_until_idle, write_agent
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,3 +78,39 @@ def test_the_daemon_removes_them_when_it_starts(hive: Hive) -> None:
 
     assert daemon.exit_reason == "idle"
     assert not any(p.exists() for p in left)
+
+
+def a_dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+def test_a_task_a_killed_command_parked_is_put_back_and_run(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    parked = hive.tasks_dir / parked_name("t1.md", a_dead_pid())
+    parked.write_text("---\nid: t1\nassignee: worker\n---\nDo it.\n")
+    swept = sweep_temps(hive)
+    assert parked not in swept and parked.exists()  # a person's task is never removed
+
+    daemon = run_until_idle(hive)
+
+    assert daemon.exit_reason == "idle"
+    assert not parked.exists()
+    assert (hive.done_dir / "t1.md").exists()
+
+
+def test_a_parked_task_of_a_live_command_stays_and_none_is_replaced(hive: Hive) -> None:
+    mine = hive.tasks_dir / parked_name("t1.md", os.getpid())
+    mine.write_text("# mine\n")
+    dead = hive.failed_dir / parked_name("t2.md", a_dead_pid())
+    hive.failed_dir.mkdir(parents=True, exist_ok=True)
+    dead.write_text("# parked\n")
+    (hive.failed_dir / "t2.md").write_text("# already there\n")
+
+    restored = restore_parked(hive)
+
+    assert mine.exists()
+    assert restored == [hive.failed_dir / "t2-1.md"]
+    assert (hive.failed_dir / "t2.md").read_text() == "# already there\n"
+    assert restored[0].read_text() == "# parked\n"

@@ -40,7 +40,7 @@ from hivemind.daemon.status import RunSnapshot, StatusWriter
 from hivemind.daemon.workers import WorkerLink
 from hivemind.errors import WorkerCrashedError, WorkerLostError
 from hivemind.hive.layout import Hive
-from hivemind.hive.leftovers import sweep_temps
+from hivemind.hive.leftovers import restore_parked, sweep_temps
 from hivemind.hive.watcher import HiveWatcher
 from hivemind.llm.base import Provider
 from hivemind.settings import AgentConfig, HiveConfig
@@ -145,6 +145,7 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
                 # No agent runs here while a worker of an earlier daemon still runs it.
                 if await outlive_old_workers(self.hive, self.stopping):
                     sweep_temps(self.hive)  # under the lock: no other daemon writes here
+                    restore_parked(self.hive)
                     for unrun in self.hive.unrun_agent_folders():
                         logger.warning("%s", unrun)
                     known = set(self.hive.agent_names())

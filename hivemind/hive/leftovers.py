@@ -7,6 +7,10 @@ nothing is lost, but nothing would ever remove it either. A temp name whose
 process is gone is such a leftover; one of a live process (a CLI command running
 beside the daemon) is left alone, and so is every name the hive did not make
 (an editor's `.notes.md.tmp`).
+
+A task being changed by hand (`task cancel`, `task reassign`) is parked for a moment
+under a hidden name (`parked_name`); one whose process is gone is put back under its
+own name, never removed: it is a person's task.
 """
 
 from __future__ import annotations
@@ -18,12 +22,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hivemind.fs.atomic import temp_writer
+from hivemind.fs.noreplace import move_unique
 from hivemind.fs.treewalk import walk
 from hivemind.hive.layout import Hive
 
 logger = logging.getLogger(__name__)
 
 _STATUS = re.compile(r"\A\.status\.(\d+)\.tmp\Z")  # status.json's own temp name
+_PARKED = re.compile(r"\A\.(.+\.md)\.(\d+)\.changing\Z", re.DOTALL)
+
+
+def parked_name(name: str, pid: int) -> str:
+    """The hidden name a task file has while a person's command rewrites it: no board
+    reads it, and `restore_parked` puts it back if that command is killed."""
+    return f".{name}.{pid}.changing"
 
 
 def writer_pid(name: str) -> int | None:
@@ -70,6 +82,32 @@ def _folders(hive: Hive) -> Iterator[Path]:
     for tree in (hive.workspace_dir, hive.knowledge_dir):
         for dirpath, _dirs, _files in walk(os.fspath(tree)):  # links are not followed
             yield Path(dirpath)
+
+
+def restore_parked(hive: Hive) -> list[Path]:
+    """Put back under their own names the task files a killed `task cancel` or `task
+    reassign` left parked in tasks/ or failed/ (never replacing a file: else
+    `<stem>-1.md`); the paths they have now."""
+    restored: list[Path] = []
+    for folder in (hive.tasks_dir, hive.failed_dir):
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            match = _PARKED.match(entry.name)
+            if (match is None or not entry.is_file(follow_symlinks=False)
+                    or pid_alive(int(match.group(2)))):
+                continue
+            try:
+                restored.append(move_unique(Path(entry.path), folder, match.group(1)))
+            except OSError as exc:
+                logger.warning("%s: a task a stopped command was changing could not be put "
+                               "back: %s", entry.path, exc)
+                continue
+            logger.warning("%s: put back; the command changing it was stopped half-way",
+                           restored[-1])
+    return restored
 
 
 def sweep_temps(hive: Hive) -> list[Path]:

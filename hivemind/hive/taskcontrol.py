@@ -24,6 +24,7 @@ from hivemind.fs.noreplace import link_new, move_unique
 from hivemind.hive.document import read_text
 from hivemind.hive.frontmatter import render_task, task_from_text
 from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.leftovers import parked_name
 from hivemind.hive.links import task_file_problem
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.models import Task, TaskState, check_file_id
@@ -37,9 +38,6 @@ CANCELLED = "cancelled by human"
 """The reason a cancelled task carries (a person's own words follow it)."""
 
 _MOVABLE = (TaskState.PENDING, TaskState.ACTIVE)
-_PARKED = ".changing"
-"""Suffix of the hidden name a task has for the moment it is rewritten (in tasks/ or
-failed/): no board reads it, and no sweep of temp files removes it."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +195,7 @@ def dependents(hive: Hive, task_id: str) -> list[str]:
 
 
 def _parked(folder: Path, path: Path) -> Path:
-    return folder / f".{path.name}.{os.getpid()}{_PARKED}"
+    return folder / parked_name(path.name, os.getpid())
 
 
 def _text(hive: Hive, parked: Path, home: Path, task: Task) -> tuple[str, Task]:
