@@ -86,6 +86,8 @@ class AgentConfig(AgentSettings):
 
     name: str
     role: str = ""
+    description: str = Field(default="", description="when to use it (Claude Code's): routes "
+                             "tasks as `skills` do, and tells the team what it does")
     skills: list[str] = Field(default_factory=list)
     tools: list[str] | None = Field(default=None, description="allow-list; None = every tool")
     knowledge: list[str] = Field(default_factory=list, description="globs under knowledge/")
@@ -97,6 +99,13 @@ class AgentConfig(AgentSettings):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @property
+    def summary(self) -> str:
+        """What it does, in a few words: its role, else the first sentence of its
+        description (for the team list and `status`)."""
+        first = self.description.strip().split(". ", 1)[0].split("\n", 1)[0].rstrip(".")
+        return self.role or (first if len(first) <= 100 else first[:99] + "…")
 
     @property
     def finishes_tasks(self) -> bool:

@@ -107,7 +107,7 @@ class HiveServices:
         team = []
         for name in self.hive.agent_names():
             try:
-                role = self.roms.load(name).role
+                role = self.roms.load(name).summary
             except HivemindError:
                 role = ""
             team.append([name, role])

@@ -139,7 +139,7 @@ class ContextAssembler:
         stable, volatile = view.context.json_parts()
         return ModelRequest(
             agent=self.name,
-            role=cfg.role,
+            role=cfg.summary,
             model=cfg.model,
             system=view.system,
             tools=self.services.tools.specs(cfg.tools),

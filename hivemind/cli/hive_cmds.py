@@ -379,7 +379,9 @@ def print_status(status: HiveStatus) -> None:
             console.print(f"  [red]{escape(a.error)}[/]{escape(kept)}", highlight=False,
                           soft_wrap=True)
         for warning in a.warnings:
-            console.print(f"  [yellow]{escape(warning)}[/]", highlight=False, soft_wrap=True)
+            rom = f"agents/{a.name}/ROM.md: "  # the error says its file; so does each warning
+            console.print(f"  [yellow]{escape(rom + warning)}[/]", highlight=False,
+                          soft_wrap=True)
 
     tasks = Table(title="Tasks", title_justify="left")
     for state in status.tasks:

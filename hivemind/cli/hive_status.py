@@ -162,7 +162,7 @@ def hive_status(
                 error=error,
                 last_good=error is not None,
                 warnings=roms.warnings(name),
-                role=config.role,
+                role=config.summary,
                 model=config.model,
                 active_tasks=load.get(name, 0),
                 unread=mail[name],

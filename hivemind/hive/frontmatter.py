@@ -2,7 +2,8 @@
 
 Errors raise `FileFormatError` with the line of the bad field
 (`line 3: priority must be one of critical, high, medium, low (got 'urgent')`);
-unknown front matter keys are kept in `extra` and logged as a warning.
+unknown front matter keys are kept in `extra` and logged as a warning (a ROM's are
+told by `hivemind status`: see `romfront`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from hivemind.hive.document import (
     split,
 )
 from hivemind.hive.models import Message, Task
+from hivemind.hive.romfront import MisspeltTools, read_front
 from hivemind.problems import every_problem
 from hivemind.settings import AgentConfig, AgentSettings
 
@@ -44,6 +46,7 @@ __all__ = [
     "render",
     "render_message",
     "render_task",
+    "rom_and_warnings",
     "rom_from_document",
     "split",
     "task_from_document",
@@ -138,7 +141,19 @@ def read_rom(path: Path, name: str, defaults: AgentSettings) -> AgentConfig:
 
 def rom_from_document(doc: Document, name: str, defaults: AgentSettings) -> AgentConfig:
     """`read_rom` on a parsed ROM.md."""
-    fields, extra = _known_and_extra(doc, _ROM_KEYS)
+    return rom_and_warnings(doc, name, defaults)[0]
+
+
+def rom_and_warnings(
+    doc: Document, name: str, defaults: AgentSettings
+) -> tuple[AgentConfig, list[str]]:
+    """`rom_from_document`, and what in the front matter the agent runs without
+    (unknown fields, Claude Code tools no hive tool matches, a `name:` not its own)."""
+    try:
+        front = read_front(doc.front, name, _ROM_KEYS, doc.line_of)
+    except MisspeltTools as exc:
+        raise FileFormatError(doc.path, str(exc), doc.line_of((exc.key,))) from None
+    fields, extra = front.fields, front.extra
     data: dict[str, Any] = defaults.model_dump()
     for key, value in fields.items():
         # `budget: {per_day: 5}` overrides one key of the hive's budget, not all of it.
@@ -147,7 +162,7 @@ def rom_from_document(doc: Document, name: str, defaults: AgentSettings) -> Agen
         else:
             data[key] = value
     data.update(name=name, instructions=doc.body.strip(), extra=extra)
-    return _validate(AgentConfig, data, doc)
+    return _validate(AgentConfig, data, doc), front.warnings
 
 
 # -- writing -------------------------------------------------------------------

@@ -23,7 +23,7 @@ from hivemind.fs.globs import glob_match, glob_root
 from hivemind.fs.regular import read_regular
 from hivemind.fs.statcache import RACY_MARGIN, Sig, sig_of
 from hivemind.hive.document import decode_text
-from hivemind.hive.frontmatter import parse, rom_from_document
+from hivemind.hive.frontmatter import parse, rom_and_warnings, rom_from_document
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
 from hivemind.settings import MIN_CONTEXT_TOKENS, AgentConfig, AgentSettings
 
@@ -85,12 +85,12 @@ class RomRegistry:
             try:
                 # A regular file of at most 256 KB in the hive: no FIFO, device, link out.
                 text = decode_text(path, read_regular(path, self.hive.root))
-                config = rom_from_document(parse(text, path), name, self.defaults)
+                config, told = rom_and_warnings(parse(text, path), name, self.defaults)
                 if entry.good is not None and sig_of(os.stat(path)) != sig:
                     entry.sig = None  # it changed while we read it: look again next time
                     return entry.good
                 entry.good, entry.text, entry.error = config, text, None
-                self._warn(name, entry, config)
+                self._warn(name, entry, config, told)
                 if self.saves_last_good:
                     self._keep(name, text)
             except FileFormatError as exc:
@@ -110,14 +110,15 @@ class RomRegistry:
             raise ConfigError(entry.error or f"{self.hive.relative(path)}: not loaded")
         return entry.good
 
-    def _warn(self, name: str, entry: _Entry, config: AgentConfig) -> None:
-        """Note what in a valid ROM does not do what it says; log each new one once."""
+    def _warn(self, name: str, entry: _Entry, config: AgentConfig, told: list[str]) -> None:
+        """Note what in a valid ROM does not do what it says (`told`: what its front
+        matter has that the agent runs without); log each new one once."""
         # Counting the tools loads the tokenizer (half a second for `hivemind status`):
         # only where they could make the difference.
         room = config.max_context_tokens - config.max_output_tokens
         fixed = (self.fixed_tokens(config) if self.fixed_tokens is not None
                  and room < MIN_CONTEXT_TOKENS + FIXED_TOKENS_MOST else 0)
-        warnings = config.budget_warnings(fixed) + glob_warnings(self.hive, config)
+        warnings = told + config.budget_warnings(fixed) + glob_warnings(self.hive, config)
         if self.tells_problems:
             shown = self.hive.relative(self.hive.rom_path(name))
             for warning in warnings:

@@ -1,0 +1,165 @@
+"""A ROM's front matter before validation: Claude Code subagent fields, tool names, typos.
+
+A Claude Code subagent file (`.claude/agents/x.md`: `name`, `description`, `tools:
+Read, Grep`, `color`, ...) is a ROM as it is: its tool names are mapped to the hive's
+where one does the same, the others left out with a warning, and it always gets the
+tools that end a task. A field neither ours nor Claude Code's is a warning with the
+closest name; one that looks like `tools` misspelt makes the ROM invalid, as a
+misspelt allow-list would otherwise grant every tool.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hivemind.settings import TOOL_NAMES
+
+CLAUDE_CODE_TOOLS: dict[str, str | None] = {
+    "Read": "read_file", "Write": "write_file", "Edit": "edit_file", "MultiEdit": "edit_file",
+    "Grep": "search_files", "Glob": "list_files", "LS": "list_files",
+    # No hive tool does what these do: left out of the agent's tools.
+    "Bash": None, "BashOutput": None, "KillShell": None, "KillBash": None, "WebFetch": None,
+    "WebSearch": None, "Task": None, "Agent": None, "TodoWrite": None, "NotebookEdit": None,
+    "NotebookRead": None, "SlashCommand": None, "Skill": None, "ExitPlanMode": None,
+    "EnterPlanMode": None, "AskUserQuestion": None, "LSP": None,
+}
+"""Claude Code's tool names and the hive tool that does the same (None: none does)."""
+
+CLAUDE_CODE_FIELDS = frozenset({
+    "name", "description", "tools", "disallowedTools", "model", "color", "permissionMode",
+    "skills", "hooks", "mcpServers", "maxTurns", "memory",
+})
+"""The front matter of a Claude Code subagent file, all accepted in a ROM."""
+
+COORDINATION_TOOLS = ("complete_task", "fail_task", "send_message", "wait_for")
+"""Granted to every Claude Code agent whatever its `tools:`: it can end the tasks it
+is given, answer and say what it waits for (Claude Code has no such tools to name)."""
+
+_TOOL_FIELDS = ("tools", "disallowedTools")
+_UPPER_OR_MCP = re.compile(r"^(?:[A-Z]|mcp__)")
+_PATTERN = re.compile(r"^(\w+)\(.*\)$")  # Claude Code's `Bash(git diff:*)`
+
+
+@dataclass
+class RomFront:
+    """The ROM's fields ready for validation, the rest kept aside, and what to tell."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+class MisspeltTools(ValueError):
+    """A field that looks like `tools` misspelt (`key` names it)."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key = key
+        super().__init__(problem)
+
+
+def _names(value: Any) -> Any:
+    """`Read, Grep` (Claude Code's comma string) or one name as a list; a list as is."""
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(",") if n.strip()]
+    return value
+
+
+def _claude_code_tool(name: str) -> tuple[bool, str | None]:
+    """(whether `name` is a Claude Code tool, the hive tool doing the same or None)."""
+    base = m.group(1) if (m := _PATTERN.match(name)) else name
+    if base in CLAUDE_CODE_TOOLS:
+        return True, CLAUDE_CODE_TOOLS[base]
+    # A Claude Code tool this list does not know yet (or an MCP server's): not ours.
+    return bool(_UPPER_OR_MCP.match(name)), None
+
+
+def map_tools(names: Iterable[Any]) -> tuple[list[Any], list[str], bool]:
+    """Hive tool names for `names`, the Claude Code tools left out, and whether any name
+    was Claude Code's. A name neither ours nor Claude Code's is kept: validation says
+    there is no such tool."""
+    out: list[Any] = []
+    left_out: list[str] = []
+    claude = False
+    for name in names:
+        if not isinstance(name, str) or name in TOOL_NAMES:
+            mapped: Any = name
+        else:
+            known, mapped = _claude_code_tool(name)
+            if not known:
+                mapped = name
+            else:
+                claude = True
+                if mapped is None:
+                    left_out.append(name)
+                    continue
+        if mapped not in out:
+            out.append(mapped)
+    return out, left_out, claude
+
+
+def read_front(
+    front: dict[str, Any], folder: str, ours: frozenset[str],
+    line_of: Callable[[tuple[str]], int | None],
+) -> RomFront:
+    """Sort a ROM's front matter (`ours`: the fields AgentConfig takes) for the agent of
+    folder `folder`; raise MisspeltTools for a field that looks like a misspelt `tools`."""
+    rom = RomFront()
+
+    def at(key: str) -> str:
+        line = line_of((key,))
+        return f"line {line}: " if line else ""
+
+    known = ours | CLAUDE_CODE_FIELDS
+    for given, value in front.items():
+        key = str(given)
+        if key in ours and key not in _TOOL_FIELDS:
+            rom.fields[key] = value
+            continue
+        squashed = key.lower().replace("_", "").replace("-", "")
+        if key in _TOOL_FIELDS:
+            rom.fields[key] = value
+        elif key in known:
+            rom.extra[key] = value
+        elif "tool" in squashed or difflib.get_close_matches(squashed, ["tools"], 1, 0.8):
+            meant = "disallowedTools" if "dis" in squashed else "tools"
+            raise MisspeltTools(key, (
+                f"unknown field {key!r}: did you mean `{meant}`? A misspelt `{meant}` "
+                "would grant every tool, so this ROM is not used until it is fixed"))
+        else:
+            rom.extra[key] = value
+            close = difflib.get_close_matches(key, sorted(known), 1, 0.6)
+            hint = f" (did you mean `{close[0]}`?)" if close else ""
+            rom.warnings.append(f"{at(key)}unknown field {key!r} is ignored{hint}")
+    _claude_code(rom, folder, at)
+    return rom
+
+
+def _claude_code(rom: RomFront, folder: str, at: Callable[[str], str]) -> None:
+    """Claude Code's fields as the hive takes them: `name`, `model: inherit`, tools."""
+    name = rom.extra.get("name")
+    if name is not None and str(name).strip() != folder:
+        rom.warnings.append(
+            f"{at('name')}name {str(name)!r} is not the folder's: this agent is {folder!r} "
+            f"(its folder's name); rename agents/{folder}/ or change `name:`")
+    if rom.fields.get("model") == "inherit":  # Claude Code: the session's model
+        del rom.fields["model"]
+    claude = "description" in rom.fields  # the field Claude Code requires
+    left_out: list[str] = []
+    if isinstance(names := _names(rom.fields.get("tools")), list):
+        rom.fields["tools"], left_out, named_claude = map_tools(names)
+        claude = claude or named_claude
+    if isinstance(denied_names := _names(rom.fields.pop("disallowedTools", None)), list):
+        denied, _, _ = map_tools(denied_names)
+        allowed = rom.fields.get("tools") or list(TOOL_NAMES)
+        rom.fields["tools"] = [t for t in allowed if t not in denied]
+        claude = True
+    if claude and isinstance(rom.fields.get("tools"), list):
+        rom.fields["tools"] += [t for t in COORDINATION_TOOLS if t not in rom.fields["tools"]]
+    if left_out:
+        rom.warnings.append(
+            f"{at('tools')}tools: {', '.join(left_out)} left out: no tool of the hive does "
+            "that (the agent runs without)")
