@@ -11,7 +11,9 @@ import pytest
 from hivemind.cli.hive_status import hive_status
 from hivemind.errors import ConfigError
 from hivemind.hive.layout import Hive
+from hivemind.hive.models import Task
 from hivemind.hive.rom import RomRegistry
+from hivemind.hive.tasks.routing import route_task
 from hivemind.settings import TOOL_NAMES, AgentSettings
 
 # Written as the public examples of `.claude/agents/*.md` are.
@@ -177,6 +179,18 @@ def test_an_unknown_claude_code_tool_is_left_out_not_an_error(hive: Hive) -> Non
     roms = RomRegistry(hive, AgentSettings())
     assert roms.load("a").tools == ["read_file", *COORDINATION]
     assert "NewTool, mcp__github__search, Bash(git diff:*) left out" in roms.warnings("a")[0]
+
+
+def test_tasks_are_routed_by_description(hive: Hive) -> None:
+    put(hive, "code-reviewer", REVIEWER)
+    put(hive, "debugger", DEBUGGER)
+    agents = list(RomRegistry(hive, AgentSettings()).configs().values())
+
+    def to(title: str) -> str | None:
+        return route_task(Task(id="t", title=title), agents)
+
+    assert to("Review the login code for security issues") == "code-reviewer"
+    assert to("Find the cause of the test failures in the parser") == "debugger"
 
 
 def test_every_hive_tool_is_kept_as_named(hive: Hive) -> None:

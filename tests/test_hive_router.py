@@ -12,6 +12,8 @@ from hivemind.settings import AgentConfig
 SKILLS = ["python", "tests", "docs", "rust", "Data Science", " sql ", "", "ops", "c++"]
 TEXTS = ["fix the python tests", "write docs", "data science notebook", "SQL query",
          "deploy ops", "nothing relevant", "rust and python", "C++ build"]
+DESCRIPTIONS = ["", "Writes Python tests and docs.", "Use for the rust build and ops.",
+                "Expert in data science notebooks"]
 
 
 def by_scores(task: Task, agents: list[AgentConfig]) -> list[str]:
@@ -19,7 +21,8 @@ def by_scores(task: Task, agents: list[AgentConfig]) -> list[str]:
     if task.assignee:  # that agent, or nobody: the task waits for it
         return [task.assignee] if any(a.name == task.assignee for a in agents) else []
     text = words(f"{task.title} {task.body}")
-    scored = [(skill_score(task, a, text), a.name) for a in agents if a.skills]
+    scored = [(skill_score(task, a, text), a.name) for a in agents
+              if a.skills or a.description.strip()]
     best = max((s for s, _ in scored), default=0)
     if best > 0:
         return [n for s, n in scored if s == best]
@@ -31,6 +34,7 @@ def test_router_agrees_with_scoring_each_agent() -> None:
     for _ in range(300):
         agents = [
             AgentConfig(name=f"a{i}", skills=rng.sample(SKILLS, rng.randint(0, 3)),
+                        description=rng.choice(DESCRIPTIONS),
                         accepts_unassigned=rng.random() < 0.5)
             for i in range(rng.randint(0, 6))
         ]

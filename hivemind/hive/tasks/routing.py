@@ -1,5 +1,5 @@
-"""Which agent a pending task goes to: its assignee (no other), else skills, else the
-least loaded."""
+"""Which agent a pending task goes to: its assignee (no other), else skills and
+description, else the least loaded."""
 
 from __future__ import annotations
 
@@ -29,11 +29,35 @@ def _skill_words(skill: str) -> frozenset[str]:
     return frozenset(words(skill))
 
 
+_PLAIN = frozenset(words(
+    "a an and or the of to in on at by for with from as is are be been it its this that "
+    "these those your you any all each when whenever after before use used using must "
+    "should can will not who what which proactively immediately agent specialist expert"
+))
+"""Words of a description that say nothing of what the agent is for."""
+
+DESCRIPTION_WORDS_NEEDED = 2
+"""Words a task must share with an agent's description for it to count (one word in
+common, "code" say, is chance)."""
+
+
+@lru_cache(maxsize=1024)
+def description_words(description: str) -> frozenset[str]:
+    """The words of a description (Claude Code's `description:`) that a task may share."""
+    return frozenset(w for w in words(description) if w not in _PLAIN and len(w) > 2)
+
+
+def _description_score(needed: frozenset[str], text: set[str]) -> int:
+    shared = len(needed & text)
+    return shared if shared >= DESCRIPTION_WORDS_NEEDED else 0
+
+
 def skill_score(task: Task, agent: AgentConfig, task_words: set[str] | None = None) -> int:
-    """2 per skill equal to the task's domain or task_type, 1 per skill named in its text."""
+    """2 per skill equal to the task's domain or task_type, 1 per skill named in its text,
+    and 1 per word its text shares with the description (if it shares at least two)."""
     text = task_words if task_words is not None else words(f"{task.title} {task.body}")
     tags = {t.strip().lower() for t in (task.domain, task.task_type) if t}
-    score = 0
+    score = _description_score(description_words(agent.description), text)
     for skill in agent.skills:
         name = skill.strip().lower()
         if not name:
@@ -51,10 +75,12 @@ class Router:
 
     def __init__(self, agents: Sequence[AgentConfig]) -> None:
         self.names = {a.name for a in agents}
-        # (agent, its skills as (lower-case name, words)) for agents that have skills.
+        # (agent, its skills as (lower-case name, words), its description's words) for
+        # agents that have skills or a description.
         self.skilled = [
-            (a.name, [(n, _skill_words(n)) for s in a.skills if (n := s.strip().lower())])
-            for a in agents if a.skills
+            (a.name, [(n, _skill_words(n)) for s in a.skills if (n := s.strip().lower())],
+             description_words(a.description))
+            for a in agents if a.skills or a.description.strip()
         ]
         self.open = [a.name for a in agents if a.accepts_unassigned]
 
@@ -62,7 +88,8 @@ class Router:
         """The agents that may take `task`, before load is considered (empty: nobody).
 
         1. the assignee, if that agent is among them (else nobody: the task waits for
-        it); 2. the agents with the best skills match (see `skill_score`); 3. the agents
+        it); 2. the agents with the best skills and description match (see
+        `skill_score`); 3. the agents
         with `accepts_unassigned`.
         """
         if task.assignee:
@@ -70,8 +97,8 @@ class Router:
         text = words(f"{task.title} {task.body}")
         tags = {t.strip().lower() for t in (task.domain, task.task_type) if t}
         best, chosen = 0, []
-        for name, skills in self.skilled:
-            score = 0
+        for name, skills, described in self.skilled:
+            score = _description_score(described, text)
             for skill, needed in skills:
                 if skill in tags:
                     score += 2
