@@ -84,7 +84,7 @@ def test_the_commands_are_listed_in_the_order_a_newcomer_uses_them() -> None:
     lines = _help([]).split("Commands:\n", 1)[1].splitlines()
     names = [line.split()[0] for line in lines if line.startswith("  ") and line.split()]
     assert names == ["init", "task", "send", "run", "status", "inspect", "log", "memory",
-                     "trust"]
+                     "agents", "trust"]
 
 
 def test_version_prints_the_installed_version() -> None:

@@ -11,7 +11,8 @@ from typer.core import TyperGroup
 from hivemind.errors import HivemindError, UserError
 
 # `hivemind --help` lists the commands in the order a newcomer uses them.
-ORDER = ("init", "task", "send", "run", "status", "inspect", "log", "memory", "trust")
+ORDER = ("init", "task", "send", "run", "status", "inspect", "log", "memory", "agents",
+         "trust")
 
 
 class _InOrder(TyperGroup):
@@ -58,6 +59,7 @@ def _options(
 
 # Each module adds its commands to `app` when imported (one module per group).
 from hivemind.cli import (  # noqa: E402
+    agents_cmd,
     hive_cmds,
     inspect_cmd,
     memory_cmd,
@@ -72,6 +74,7 @@ run_cmd.register(app)
 inspect_cmd.register(app)
 memory_cmd.register(app)
 trust_cmd.register(app)
+agents_cmd.register(app)
 
 
 def main() -> None:
