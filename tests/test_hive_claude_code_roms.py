@@ -7,7 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
+from hivemind.cli import hive_cmds
 from hivemind.cli.hive_status import hive_status
 from hivemind.errors import ConfigError
 from hivemind.hive.layout import Hive
@@ -69,8 +72,8 @@ def test_a_claude_code_file_is_a_rom_with_its_tools_mapped(hive: Hive) -> None:
 
 
 @pytest.mark.parametrize("tools", [
-    "Read, Edit", "[Read, Edit]", "\n  - Read\n  - MultiEdit\n  - Edit",
-], ids=["comma-string", "flow-list", "block-list"])
+    "Read, Edit", "[Read, Edit]", "\n  - Read\n  - MultiEdit\n  - Edit", "read_file, Edit",
+], ids=["comma-string", "flow-list", "block-list", "hive-and-claude-names"])
 def test_claude_code_tools_come_in_every_form(hive: Hive, tools: str) -> None:
     put(hive, "dev", f"---\ndescription: Writes code.\ntools: {tools}\n---\nWrite code.\n")
     config = RomRegistry(hive, AgentSettings()).load("dev")
@@ -133,6 +136,20 @@ def test_an_unknown_field_is_a_problem_with_the_closest_name(
     assert status.ok
     assert status.warnings == [f"line 3: unknown field {key!r} is ignored"
                                + (f" ({hint})" if hint else "")]
+
+
+def test_status_prints_each_problem_once_naming_its_rom(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    put(hive, "a", "---\nrole: r\nmodle: claude-haiku-5-5\n---\nhi\n")
+    app = typer.Typer()
+    hive_cmds.register(app)
+    result = CliRunner().invoke(app, ["status", str(hive.root)])
+    assert result.exit_code == 0, result.output
+    said = result.output + caplog.text
+    assert said.count("unknown field 'modle'") == 1
+    assert ("agents/a/ROM.md: line 3: unknown field 'modle' is ignored (did you mean "
+            "`model`?)") in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize("field", [

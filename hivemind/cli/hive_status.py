@@ -142,6 +142,7 @@ def hive_status(
     except ConfigError as exc:
         config_error, defaults = str(exc), AgentSettings()
     roms = RomRegistry(hive, defaults)
+    roms.tells_problems = False  # they are in the status itself, each once
     roms.fixed_tokens = fixed_tokens
     board = TaskBoard(hive)
     load = board.load()
