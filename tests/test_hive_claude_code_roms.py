@@ -10,6 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from hivemind.agent.prompt import TEAM, team_text
+from hivemind.agent.services import HiveServices
 from hivemind.cli import hive_cmds
 from hivemind.cli.hive_status import hive_status
 from hivemind.errors import ConfigError
@@ -17,6 +19,7 @@ from hivemind.hive.layout import Hive
 from hivemind.hive.models import Task
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.tasks.routing import route_task
+from hivemind.llm.offline import OfflineProvider
 from hivemind.settings import TOOL_NAMES, AgentSettings
 
 # Written as the public examples of `.claude/agents/*.md` are.
@@ -213,3 +216,10 @@ def test_tasks_are_routed_by_description(hive: Hive) -> None:
 def test_every_hive_tool_is_kept_as_named(hive: Hive) -> None:
     put(hive, "a", f"---\ntools: {', '.join(TOOL_NAMES)}\n---\nhi\n")
     assert RomRegistry(hive, AgentSettings()).load("a").tools == list(TOOL_NAMES)
+
+
+def test_the_team_list_says_what_a_claude_code_agent_does(hive: Hive) -> None:
+    put(hive, "code-reviewer", REVIEWER)
+    put(hive, "lead", "---\nrole: Plans the work\n---\nLead.\n")
+    team = HiveServices.open(hive, OfflineProvider()).board_figures()[TEAM]
+    assert "code-reviewer (Expert code review specialist)" in team_text("lead", team)
