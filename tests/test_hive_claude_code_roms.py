@@ -178,6 +178,17 @@ def test_a_misspelt_deny_list_is_invalid_too(hive: Hive) -> None:
         RomRegistry(hive, AgentSettings()).load("a")
 
 
+def test_a_misspelt_name_in_the_deny_list_is_invalid(hive: Hive) -> None:
+    put(hive, "a", "---\ndescription: x\ndisallowedTools: Wrte, Edit\n---\nhi\n")
+    with pytest.raises(ConfigError, match=r"no tool named 'Wrte' \(did you mean `Write`\?\)"):
+        RomRegistry(hive, AgentSettings()).load("a")
+
+
+def test_an_empty_allow_list_less_a_deny_list_is_still_empty(hive: Hive) -> None:
+    put(hive, "a", "---\ndescription: x\ntools: []\ndisallowedTools: Write\n---\nhi\n")
+    assert RomRegistry(hive, AgentSettings()).load("a").tools == COORDINATION
+
+
 def test_a_misspelt_tools_edit_keeps_the_last_good_allow_list(hive: Hive) -> None:
     path = put(hive, "a", "---\ntools: [read_file, complete_task]\n---\nhi\n")
     roms = RomRegistry(hive, AgentSettings())

@@ -27,7 +27,7 @@ from hivemind.hive.document import (
     split,
 )
 from hivemind.hive.models import Message, Task
-from hivemind.hive.romfront import MisspeltTools, read_front
+from hivemind.hive.romfront import ToolFieldError, read_front
 from hivemind.problems import every_problem
 from hivemind.settings import AgentConfig, AgentSettings
 
@@ -151,7 +151,7 @@ def rom_and_warnings(
     (unknown fields, Claude Code tools no hive tool matches, a `name:` not its own)."""
     try:
         front = read_front(doc.front, name, _ROM_KEYS, doc.line_of)
-    except MisspeltTools as exc:
+    except ToolFieldError as exc:
         raise FileFormatError(doc.path, str(exc), doc.line_of((exc.key,))) from None
     fields, extra = front.fields, front.extra
     data: dict[str, Any] = defaults.model_dump()

@@ -53,8 +53,9 @@ class RomFront:
     warnings: list[str] = field(default_factory=list)
 
 
-class MisspeltTools(ValueError):
-    """A field that looks like `tools` misspelt (`key` names it)."""
+class ToolFieldError(ValueError):
+    """A field that would grant tools not meant (`key` names it): `tools` misspelt, or
+    a misspelt name in `disallowedTools`."""
 
     def __init__(self, key: str, problem: str) -> None:
         self.key = key
@@ -106,7 +107,7 @@ def read_front(
     line_of: Callable[[tuple[str]], int | None],
 ) -> RomFront:
     """Sort a ROM's front matter (`ours`: the fields AgentConfig takes) for the agent of
-    folder `folder`; raise MisspeltTools for a field that looks like a misspelt `tools`."""
+    folder `folder`; raise ToolFieldError for a field that looks like a misspelt `tools`."""
     rom = RomFront()
 
     def at(key: str) -> str:
@@ -126,7 +127,7 @@ def read_front(
             rom.extra[key] = value
         elif "tool" in squashed or difflib.get_close_matches(squashed, ["tools"], 1, 0.8):
             meant = "disallowedTools" if "dis" in squashed else "tools"
-            raise MisspeltTools(key, (
+            raise ToolFieldError(key, (
                 f"unknown field {key!r}: did you mean `{meant}`? A misspelt `{meant}` "
                 "would grant every tool, so this ROM is not used until it is fixed"))
         else:
@@ -153,8 +154,10 @@ def _claude_code(rom: RomFront, folder: str, at: Callable[[str], str]) -> None:
         rom.fields["tools"], left_out, named_claude = map_tools(names)
         claude = claude or named_claude
     if isinstance(denied_names := _names(rom.fields.pop("disallowedTools", None)), list):
+        _no_such_tool_denied(denied_names)
         denied, _, _ = map_tools(denied_names)
-        allowed = rom.fields.get("tools") or list(TOOL_NAMES)
+        given = rom.fields.get("tools")
+        allowed = given if isinstance(given, list) else list(TOOL_NAMES)
         rom.fields["tools"] = [t for t in allowed if t not in denied]
         claude = True
     if claude and isinstance(rom.fields.get("tools"), list):
@@ -163,3 +166,18 @@ def _claude_code(rom: RomFront, folder: str, at: Callable[[str], str]) -> None:
         rom.warnings.append(
             f"{at('tools')}tools: {', '.join(left_out)} left out: no tool of the hive does "
             "that (the agent runs without)")
+
+
+def _no_such_tool_denied(names: Iterable[Any]) -> None:
+    """Raise ToolFieldError if `disallowedTools` names a tool nobody has: a misspelt
+    name there would take nothing away."""
+    every = [*TOOL_NAMES, *CLAUDE_CODE_TOOLS]
+    for name in names:
+        base = m.group(1) if isinstance(name, str) and (m := _PATTERN.match(name)) else name
+        if base in every or (isinstance(name, str) and name.startswith("mcp__")):
+            continue
+        close = difflib.get_close_matches(str(name), every, 1, 0.6)
+        hint = f" (did you mean `{close[0]}`?)" if close else ""
+        raise ToolFieldError("disallowedTools", (
+            f"disallowedTools: no tool named {name!r}{hint}; a misspelt name would take "
+            "nothing away, so this ROM is not used until it is fixed"))
