@@ -51,6 +51,14 @@ def test_import_copies_each_file_as_an_agents_rom(
     assert "debug.md → agents/debugger/ROM.md" in lines[1]
 
 
+def test_import_of_a_project_takes_its_claude_agents(
+    cli: typer.Typer, hive: Hive, claude_agents: Path
+) -> None:
+    project = claude_agents.parent.parent
+    run(cli, "agents", "import", str(project), "--hive", str(hive.root))
+    assert hive.agent_names() == ["code-reviewer", "debugger"]
+
+
 def test_import_never_overwrites_nor_copies_an_invalid_rom(
     cli: typer.Typer, hive: Hive, claude_agents: Path
 ) -> None:

@@ -38,8 +38,8 @@ def register(app: typer.Typer) -> None:
 def import_command(
     source: Annotated[
         Path,
-        typer.Argument(help="A folder of agent files, such as .claude/agents (or one file).",
-                       show_default=False),
+        typer.Argument(help="A folder of agent files, such as .claude/agents (or one file, "
+                       "or a project whose .claude/agents/ holds them).", show_default=False),
     ],
     hive: HiveOption = None,
     as_json: JsonOption = False,

@@ -33,10 +33,13 @@ class Imported:
 
 
 def agent_files(folder: Path) -> list[Path]:
-    """The agent files of `folder` (its *.md, sorted; a file is taken as the only one)."""
+    """The agent files of `folder` (its *.md, sorted; a file is taken as the only one);
+    a Claude Code project's own, in .claude/agents/, if it has none."""
     if folder.is_file():
         return [folder]
-    return sorted(p for p in folder.glob("*.md") if not is_temp_name(p.name))
+    found = sorted(p for p in folder.glob("*.md") if not is_temp_name(p.name))
+    project = folder / ".claude" / "agents"
+    return found if found or not project.is_dir() else agent_files(project)
 
 
 def _agent_name(text: str, source: Path) -> str:
