@@ -76,7 +76,8 @@ def test_a_claude_code_file_is_a_rom_with_its_tools_mapped(hive: Hive) -> None:
 
 @pytest.mark.parametrize("tools", [
     "Read, Edit", "[Read, Edit]", "\n  - Read\n  - MultiEdit\n  - Edit", "read_file, Edit",
-], ids=["comma-string", "flow-list", "block-list", "hive-and-claude-names"])
+    "read_file, edit_file",
+], ids=["comma-string", "flow-list", "block-list", "hive-and-claude-names", "hive-names"])
 def test_claude_code_tools_come_in_every_form(hive: Hive, tools: str) -> None:
     put(hive, "dev", f"---\ndescription: Writes code.\ntools: {tools}\n---\nWrite code.\n")
     config = RomRegistry(hive, AgentSettings()).load("dev")
@@ -234,3 +235,15 @@ def test_the_team_list_says_what_a_claude_code_agent_does(hive: Hive) -> None:
     put(hive, "lead", "---\nrole: Plans the work\n---\nLead.\n")
     team = HiveServices.open(hive, OfflineProvider()).board_figures()[TEAM]
     assert "code-reviewer (Expert code review specialist)" in team_text("lead", team)
+
+
+def test_a_descriptions_examples_do_not_route(hive: Hive) -> None:
+    """Claude Code's generated descriptions carry <example> dialogues: their words would
+    make that agent match almost any task."""
+    put(hive, "debugger", DEBUGGER)
+    put(hive, "helper", "---\ndescription: \"Use this agent to review pull requests. "
+        "Examples: <example>user: write the release notes and deploy the docs site. "
+        "assistant: I will use the helper agent.</example>\"\n---\nhi\n")
+    agents = list(RomRegistry(hive, AgentSettings()).configs().values())
+    task = Task(id="t", title="Write the release notes and deploy the docs site")
+    assert route_task(task, agents, {"helper": 1}) == "debugger"  # the least loaded

@@ -41,10 +41,15 @@ DESCRIPTION_WORDS_NEEDED = 2
 common, "code" say, is chance)."""
 
 
+_EXAMPLES = re.compile(r"<example>.*?(?:</example>|$)|\bexamples?:", re.DOTALL | re.IGNORECASE)
+
+
 @lru_cache(maxsize=1024)
 def description_words(description: str) -> frozenset[str]:
-    """The words of a description (Claude Code's `description:`) that a task may share."""
-    return frozenset(w for w in words(description) if w not in _PLAIN and len(w) > 2)
+    """The words of a description (Claude Code's `description:`) that a task may share;
+    not those of its `<example>` dialogues, which would make a long one match anything."""
+    said = _EXAMPLES.sub(" ", description)
+    return frozenset(w for w in words(said) if w not in _PLAIN and len(w) > 2)
 
 
 def _description_score(needed: frozenset[str], text: set[str]) -> int:
