@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hivemind.durations import Seconds
+
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
 TOOL_NAMES = (
@@ -49,7 +51,8 @@ class AgentSettings(BaseModel):
     max_context_tokens: int = Field(default=100_000, ge=1_000)
     max_output_tokens: int = Field(default=4_096, ge=64)
     temperature: float | None = Field(default=None, ge=0.0, le=1.0)
-    heartbeat: float = Field(default=0.0, ge=0.0, description="seconds; 0 = events only")
+    heartbeat: Seconds = Field(
+        default=0.0, ge=0.0, description="seconds (or 5m, 1h30m); 0 = events only")
     max_steps: int = Field(default=8, ge=1, le=100)
     budget: TokenBudget = Field(default_factory=TokenBudget)
     retrieval: RetrievalWeights = Field(default_factory=RetrievalWeights)
@@ -171,9 +174,10 @@ class DaemonSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_concurrent_calls: int = Field(default=4, ge=1)
-    rescan_interval: float = Field(default=5.0, gt=0, description="seconds")
-    settle_time: float = Field(default=0.05, ge=0, description="seconds a file must be stable")
-    grace_period: float = Field(default=30.0, ge=0, description="seconds to finish cycles on stop")
+    rescan_interval: Seconds = Field(default=5.0, gt=0, description="seconds")
+    settle_time: Seconds = Field(default=0.05, ge=0, description="seconds a file must be stable")
+    grace_period: Seconds = Field(
+        default=30.0, ge=0, description="seconds to finish cycles on stop")
     poll: bool = False
     loop_breaker: int = Field(default=3, ge=2, description="same tool call repeated N times")
     workers: int | Literal["auto"] = Field(
@@ -192,7 +196,7 @@ class DaemonSettings(BaseModel):
             return value
         raise ValueError('must be "auto" or a number of processes from 1 to 64')
 
-    give_up_after: float = Field(
+    give_up_after: Seconds = Field(
         default=900.0, ge=0,
         description="seconds `run --until-idle` keeps waiting for a model service that is "
         "away (overloaded, unreachable), or for space on a full disk, before it stops, exit "
@@ -230,7 +234,7 @@ class ProviderSettings(BaseModel):
     api_key_env: str = Field(
         default="ANTHROPIC_API_KEY",
         description="the variable sent as the key; another applies once you run `hivemind trust`")
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: Seconds = Field(default=120.0, gt=0)
     max_retries: int = Field(
         default=0, ge=0,
         description="the SDK's own quick retries inside one call; 0: the daemon retries "

@@ -75,6 +75,7 @@ _TOML_HEADER = """\
 ## Every setting below shows its default, commented out. To change one,
 ## uncomment its line (and its [table] line) and edit the value. An agent's
 ## ROM.md front matter overrides the [agents] settings for that agent.
+## Times are in seconds, or written as "90s", "5m", "1h30m".
 """
 
 

@@ -8,7 +8,7 @@ ASSISTANT_ROM = """\
 # Any [agents] setting of hive.toml can be overridden here for this agent.
 role: General assistant of this hive
 skills: [writing, summary, research, planning]   # routes unassigned tasks that mention these
-heartbeat: 0                # seconds between unprompted cycles; 0 = wake on tasks and mail only
+heartbeat: 0                # time between unprompted cycles (90s, 5m, 1h); 0 = tasks and mail only
 knowledge: ["**/*.md"]      # notes of knowledge/ to keep in view
 max_output_tokens: 2048
 ---
