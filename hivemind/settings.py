@@ -6,6 +6,7 @@ long-term store, the agent), so no layer imports the file protocol for them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -259,6 +260,18 @@ DEFAULT_PRICES: dict[str, Price] = {
     "claude-haiku-5-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1),
 }
 
+DEFAULT_MODEL_ALIASES: dict[str, str] = {
+    "opus": "claude-opus-5-5",
+    "sonnet": "claude-sonnet-5-5",
+    "haiku": "claude-haiku-5-5",
+}
+"""`model: sonnet` (as Claude Code agent files say it) and the id it stands for today."""
+
+
+def resolve_model(model: str, aliases: Mapping[str, str]) -> str:
+    """The model id `model` stands for: an alias of `aliases` (any case) or `model` itself."""
+    return aliases.get(model) or aliases.get(model.lower()) or model
+
 
 class MemorySettings(BaseModel):
     """`[memory]` of hive.toml: the long-term store."""
@@ -286,7 +299,18 @@ class HiveConfig(BaseModel):
     agents: AgentSettings = Field(default_factory=AgentSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     provider: ProviderSettings = Field(default_factory=ProviderSettings)
+    models: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_MODEL_ALIASES))
     pricing: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    @field_validator("models")
+    @classmethod
+    def _over_the_built_in_aliases(cls, given: dict[str, str]) -> dict[str, str]:
+        """`[models] fast = "claude-haiku-5-5"` adds an alias; the built-in ones stay."""
+        for alias, model in given.items():
+            if not alias.strip() or not model.strip():
+                raise ValueError(f"{alias!r} = {model!r}: an alias and its model id are text, "
+                                 'like sonnet = "claude-sonnet-5-5"')
+        return {**DEFAULT_MODEL_ALIASES, **{a.strip().lower(): m.strip() for a, m in given.items()}}
 
     @field_validator("pricing")
     @classmethod

@@ -24,7 +24,7 @@ from hivemind.hive.quarantine import rejected
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.trust import ProviderTrust
-from hivemind.settings import AgentConfig, AgentSettings
+from hivemind.settings import AgentConfig, HiveConfig
 
 
 class AgentStatus(BaseModel):
@@ -135,13 +135,13 @@ def hive_status(
 ) -> HiveStatus:
     """Agents (config ok or the error), tasks per state, unread mail, rejected files.
     `fixed_tokens`: what each request carries besides the context (for ROM warnings)."""
-    config_error, trust = None, None
+    config_error, trust, settings = None, None, HiveConfig()
     try:
         loaded = load_config(hive)
-        defaults, trust = loaded.config.agents, loaded.trust
+        settings, trust = loaded.config, loaded.trust
     except ConfigError as exc:
-        config_error, defaults = str(exc), AgentSettings()
-    roms = RomRegistry(hive, defaults)
+        config_error = str(exc)
+    roms = RomRegistry(hive, settings.agents, models=settings.models)
     roms.tells_problems = False  # they are in the status itself, each once
     roms.fixed_tokens = fixed_tokens
     board = TaskBoard(hive)

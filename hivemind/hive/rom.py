@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -23,9 +23,15 @@ from hivemind.fs.globs import glob_match, glob_root
 from hivemind.fs.regular import read_regular
 from hivemind.fs.statcache import RACY_MARGIN, Sig, sig_of
 from hivemind.hive.document import decode_text
-from hivemind.hive.frontmatter import parse, rom_and_warnings, rom_from_document
+from hivemind.hive.frontmatter import parse, rom_and_warnings
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
-from hivemind.settings import MIN_CONTEXT_TOKENS, AgentConfig, AgentSettings
+from hivemind.settings import (
+    DEFAULT_MODEL_ALIASES,
+    MIN_CONTEXT_TOKENS,
+    AgentConfig,
+    AgentSettings,
+    resolve_model,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -47,9 +53,12 @@ class RomRegistry:
     config stays until the file has settled, so a half-written file is never used.
     """
 
-    def __init__(self, hive: Hive, defaults: AgentSettings, settle_time: float = 0.0) -> None:
+    def __init__(self, hive: Hive, defaults: AgentSettings, settle_time: float = 0.0,
+                 models: Mapping[str, str] = DEFAULT_MODEL_ALIASES) -> None:
         self.hive = hive
         self.defaults = defaults
+        self.models = models
+        """hive.toml's `[models]`: `model: sonnet` runs, is priced and shown as its id."""
         self.settle_time = settle_time
         self.saves_last_good = False
         """Keep each valid ROM read in .hivemind/roms/ (the daemon does; a command that
@@ -85,7 +94,7 @@ class RomRegistry:
             try:
                 # A regular file of at most 256 KB in the hive: no FIFO, device, link out.
                 text = decode_text(path, read_regular(path, self.hive.root))
-                config, told = rom_and_warnings(parse(text, path), name, self.defaults)
+                config, told = self._read(text, path, name)
                 if entry.good is not None and sig_of(os.stat(path)) != sig:
                     entry.sig = None  # it changed while we read it: look again next time
                     return entry.good
@@ -109,6 +118,15 @@ class RomRegistry:
         if entry.good is None:
             raise ConfigError(entry.error or f"{self.hive.relative(path)}: not loaded")
         return entry.good
+
+    def _read(self, text: str, path: Path, name: str) -> tuple[AgentConfig, list[str]]:
+        """The config of ROM text `text` over the defaults, its model alias resolved, and
+        what its front matter has that the agent runs without."""
+        config, told = rom_and_warnings(parse(text, path), name, self.defaults)
+        model = resolve_model(config.model, self.models)
+        if model != config.model:
+            config = config.model_copy(update={"model": model})
+        return config, told
 
     def _warn(self, name: str, entry: _Entry, config: AgentConfig, told: list[str]) -> None:
         """Note what in a valid ROM does not do what it says (`told`: what its front
@@ -152,7 +170,7 @@ class RomRegistry:
         saved = self.hive.last_good_rom_path(name)
         try:  # read as ROM.md is: a cloned .hivemind/ may hold a link out or a FIFO
             text = decode_text(saved, read_regular(saved, self.hive.root))
-            entry.good = rom_from_document(parse(text, saved), name, self.defaults)
+            entry.good = self._read(text, saved, name)[0]
             entry.text = text
         except (OSError, FileFormatError):
             return

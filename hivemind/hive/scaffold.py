@@ -137,6 +137,12 @@ def render_hive_toml() -> str:
         value = getattr(config, name)
         if isinstance(value, BaseModel):
             _table(lines, name, value)
+        elif isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+            lines += ["", f"## [{name}]: aliases a `model:` may name (`sonnet`, as Claude "
+                      "Code agent files say),",
+                      "## and the model id each stands for; one added here keeps the "
+                      "built-in ones.", f"# [{name}]"]
+            lines += [f"# {alias} = {_toml_value(model)}" for alias, model in value.items()]
         elif isinstance(value, dict):
             lines += ["", f'## A [{name}."<model>"] table sets that model\'s {name}; the '
                       "others keep the built-in ones below."]
