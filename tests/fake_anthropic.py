@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -96,6 +97,18 @@ def error_reply(
                  headers={**wait, "request-id": "req_fake"})
 
 
+def models_page(ids: list[str], query: dict[str, list[str]]) -> dict[str, Any]:
+    """One page of GET /v1/models: `limit` ids after `after_id`."""
+    limit = int(query.get("limit", ["20"])[0])
+    after = query.get("after_id", [None])[0]
+    start = ids.index(after) + 1 if after in ids else 0
+    page = ids[start:start + limit]
+    data = [{"type": "model", "id": i, "display_name": i, "created_at": "2026-01-01T00:00:00Z"}
+            for i in page]
+    return {"data": data, "has_more": start + limit < len(ids),
+            "first_id": page[0] if page else None, "last_id": page[-1] if page else None}
+
+
 class FakeAnthropic:
     """The server; a context manager. Thread-safe: handlers run in their own threads."""
 
@@ -105,6 +118,10 @@ class FakeAnthropic:
         self.responder: Callable[[Any], Reply] | None = None
         self._script: deque[Reply] = deque()
         self._outage: tuple[float, Reply] | None = None  # (until when, the error)
+        # GET /v1/models lists these, a page of `limit` at a time; `models_reply`, when
+        # set, answers it instead (an error, a delay).
+        self.models: list[str] = ["claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5"]
+        self.models_reply: Reply | None = None
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -268,6 +285,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(fake._next_reply(body), body)
         else:
             self._send(404, error_body("not_found_error", f"no route {path}"))
+
+    def do_GET(self) -> None:
+        fake = self.server.fake
+        path, _, query = self.path.partition("?")
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fake._record(RecordedRequest("GET", path, headers, None))
+        if path != "/v1/models":
+            self._send(404, error_body("not_found_error", f"no route {path}"))
+        elif fake.models_reply is not None:
+            self._answer(fake.models_reply, None)
+        else:
+            self._send(200, models_page(fake.models, parse_qs(query)))
 
     def _answer(self, reply: Reply, request_body: Any) -> None:
         if reply.hang:

@@ -24,6 +24,7 @@ from hivemind.hive.quarantine import rejected
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.trust import ProviderTrust
+from hivemind.llm.catalog import CATALOG_FILE, ModelCatalog, known_ids, model_problem
 from hivemind.settings import AgentConfig, HiveConfig
 
 
@@ -130,6 +131,14 @@ def _daemon(hive: Hive) -> Any:
     return data
 
 
+def _model_warnings(model: str, catalog: ModelCatalog | None, known: set[str],
+                    aliases: dict[str, str]) -> list[str]:
+    """The agent's model if it is no model id: not in the list the daemon last got from
+    the provider (`.hivemind/models.json`), or with none, not an id the hive knows."""
+    problem = model_problem(model, catalog, known, aliases)
+    return [problem] if problem else []
+
+
 def hive_status(
     hive: Hive, fixed_tokens: Callable[[AgentConfig], int] | None = None
 ) -> HiveStatus:
@@ -143,6 +152,8 @@ def hive_status(
         config_error = str(exc)
     roms = RomRegistry(hive, settings.agents, models=settings.models)
     roms.tells_problems = False  # they are in the status itself, each once
+    catalog = ModelCatalog.read(hive.state_dir / CATALOG_FILE, hive.root)
+    known = known_ids(settings.pricing, settings.models)
     roms.fixed_tokens = fixed_tokens
     board = TaskBoard(hive)
     load = board.load()
@@ -162,7 +173,8 @@ def hive_status(
                 ok=error is None,
                 error=error,
                 last_good=error is not None,
-                warnings=roms.warnings(name),
+                warnings=roms.warnings(name) + _model_warnings(config.model, catalog, known,
+                                                               settings.models),
                 role=config.summary,
                 model=config.model,
                 active_tasks=load.get(name, 0),

@@ -35,6 +35,7 @@ from hivemind.daemon.gctune import daemon_gc_pace
 from hivemind.daemon.idle import IdleState, IdleWatch
 from hivemind.daemon.lead import WorkerLead
 from hivemind.daemon.lock import HiveLock, outlive_old_workers
+from hivemind.daemon.modelcheck import check_models
 from hivemind.daemon.runner import AgentRunner, RunOptions
 from hivemind.daemon.status import RunSnapshot, StatusWriter
 from hivemind.daemon.workers import WorkerLink
@@ -189,7 +190,12 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
     async def _run(self) -> None:
         d = self.config.daemon
         poll = d.poll if self.options.poll is None else self.options.poll
-        watch_globs = sorted({g for r in self._start_configs().values() for g in r.watch})
+        configs = self._start_configs()
+        watch_globs = sorted({g for r in configs.values() for g in r.watch})
+        # An unknown model is said before the first call (its list asked for meanwhile).
+        checking = asyncio.ensure_future(check_models(
+            self.hive, self.config, self.services.provider,
+            {n: c for n, c in configs.items() if self._wanted(n)}))
         # The tokenizer loads (in a thread) while the workers start, not in a cycle.
         warming = asyncio.ensure_future(asyncio.to_thread(self.services.counter.warm))
         # Workers first: their start-up (a new interpreter) overlaps the watcher's.
@@ -197,6 +203,7 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
             mine = self._spread([n for n in self.hive.agent_names() if self._wanted(n)])
         finally:
             await warming
+            await checking  # never raises; a few seconds at most (LIST_TIMEOUT)
         async with HiveWatcher(
             self.hive, settle_time=d.settle_time, rescan_interval=d.rescan_interval,
             poll=poll, watch_globs=watch_globs,

@@ -39,6 +39,7 @@ from hivemind.llm.base import (
     ModelResponse,
     ToolCall,
 )
+from hivemind.llm.catalog import LISTED_MOST
 from hivemind.llm.usage_bounds import bounded_usage
 
 _CACHE_MARK: CacheControlEphemeralParam = {"type": "ephemeral"}
@@ -211,6 +212,22 @@ class AnthropicProvider:
                 f"{request.model}: the answer from {self.endpoint} is not a Messages reply: "
                 f"{self._redact(str(e))}"
             ) from e
+
+    async def model_ids(self) -> list[str]:
+        """The ids GET /v1/models lists, every page (at most `LISTED_MOST`); the caller
+        bounds the time."""
+        ids: list[str] = []
+        with self._map_api_errors("the model list"):
+            try:
+                async for info in self._client.models.list(limit=1000):
+                    ids.append(str(info.id))
+                    if len(ids) >= LISTED_MOST:
+                        break
+            except (AttributeError, TypeError, ValueError) as e:
+                raise ModelUnavailableError(
+                    f"the model list from {self.endpoint} is not one: {self._redact(str(e))}"
+                ) from e
+        return ids
 
     async def aclose(self) -> None:
         """Close the SDK client and its connection pool."""
