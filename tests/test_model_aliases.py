@@ -58,6 +58,12 @@ def test_hive_wide_model_alias_resolves_too(hive: Hive) -> None:
     assert registry(hive).load("ann").model == "claude-haiku-5-5"
 
 
+def test_inherit_as_claude_code_says_it_takes_the_hive_model(hive: Hive) -> None:
+    hive.config_file.write_text('[agents]\nmodel = "opus"\n')
+    write_agent(hive, "ann", "model: inherit\n")
+    assert registry(hive).load("ann").model == "claude-opus-5-5"
+
+
 def test_an_empty_model_id_in_the_table_is_one_line(hive: Hive) -> None:
     hive.config_file.write_text('[models]\nfast = ""\n')
     with pytest.raises(ConfigError) as caught:
