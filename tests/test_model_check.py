@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -13,8 +15,10 @@ from typer.testing import CliRunner
 from hivemind.cli.app import app
 from hivemind.cli.hive_status import hive_status
 from hivemind.hive.layout import Hive
+from hivemind.hive.rom import RomRegistry
 from hivemind.llm.catalog import CATALOG_FILE, ModelCatalog, fetch_catalog, model_problem
 from hivemind.llm.offline import OfflineProvider
+from hivemind.settings import AgentSettings
 from tests import scripted_model
 from tests.fake_anthropic import FakeAnthropic, Reply, error_reply
 from tests.helpers import run_until_idle, write_agent, write_task
@@ -159,3 +163,25 @@ def test_a_broken_saved_list_falls_back_to_the_known_ids(hive: Hive) -> None:
     hive.state_dir.mkdir(exist_ok=True)
     (hive.state_dir / CATALOG_FILE).write_text("{not json")
     assert hive_status(hive).agents[0].warnings == []
+
+
+def test_a_rom_edited_to_an_unknown_model_is_said_as_it_is_read(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    catalog = ModelCatalog(provider="anthropic", checked_at="2026-01-01T00:00:00Z",
+                           ids=sorted(KNOWN))
+    roms = RomRegistry(hive, AgentSettings())
+    path = write_agent(hive, "ann", "model: opus\n")
+    roms.load("ann")
+    roms.model_problem = lambda model: model_problem(model, catalog, KNOWN)
+    roms.check_again()
+    assert roms.warnings("ann") == []
+    caplog.set_level(logging.WARNING)
+    path.write_text(path.read_text().replace("opus", "claude-opus-9"))
+    os.utime(path, (time.time() - 5, time.time() - 5))
+    roms.load("ann")
+    assert model_lines(caplog) == [
+        "agents/ann/ROM.md: model 'claude-opus-9' is not one anthropic lists (did you mean "
+        "claude-opus-5-5?): its calls would fail; fix `model:`"
+    ]
+    assert roms.warnings("ann") == [model_lines(caplog)[0].split(": ", 1)[1]]

@@ -131,12 +131,12 @@ def _daemon(hive: Hive) -> Any:
     return data
 
 
-def _model_warnings(model: str, catalog: ModelCatalog | None, known: set[str],
-                    aliases: dict[str, str]) -> list[str]:
-    """The agent's model if it is no model id: not in the list the daemon last got from
-    the provider (`.hivemind/models.json`), or with none, not an id the hive knows."""
-    problem = model_problem(model, catalog, known, aliases)
-    return [problem] if problem else []
+def _model_check(hive: Hive, settings: HiveConfig) -> Callable[[str], str | None]:
+    """Why a model is no model id: not in the list the daemon last got from the provider
+    (`.hivemind/models.json`), or with none, not an id the hive knows."""
+    catalog = ModelCatalog.read(hive.state_dir / CATALOG_FILE, hive.root)
+    known = known_ids(settings.pricing, settings.models)
+    return lambda model: model_problem(model, catalog, known, settings.models)
 
 
 def hive_status(
@@ -152,8 +152,7 @@ def hive_status(
         config_error = str(exc)
     roms = RomRegistry(hive, settings.agents, models=settings.models)
     roms.tells_problems = False  # they are in the status itself, each once
-    catalog = ModelCatalog.read(hive.state_dir / CATALOG_FILE, hive.root)
-    known = known_ids(settings.pricing, settings.models)
+    roms.model_problem = _model_check(hive, settings)
     roms.fixed_tokens = fixed_tokens
     board = TaskBoard(hive)
     load = board.load()
@@ -173,8 +172,7 @@ def hive_status(
                 ok=error is None,
                 error=error,
                 last_good=error is not None,
-                warnings=roms.warnings(name) + _model_warnings(config.model, catalog, known,
-                                                               settings.models),
+                warnings=roms.warnings(name),
                 role=config.summary,
                 model=config.model,
                 active_tasks=load.get(name, 0),

@@ -194,8 +194,7 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
         watch_globs = sorted({g for r in configs.values() for g in r.watch})
         # An unknown model is said before the first call (its list asked for meanwhile).
         checking = asyncio.ensure_future(check_models(
-            self.hive, self.config, self.services.provider,
-            {n: c for n, c in configs.items() if self._wanted(n)}))
+            self.hive, self.config, self.services.provider, self.services.roms))
         # The tokenizer loads (in a thread) while the workers start, not in a cycle.
         warming = asyncio.ensure_future(asyncio.to_thread(self.services.counter.warm))
         # Workers first: their start-up (a new interpreter) overlaps the watcher's.

@@ -1,5 +1,5 @@
-"""At the daemon's start: say each agent whose `model:` is no model id, before its first
-call fails with a 404.
+"""From the daemon's start: say each agent whose `model:` is no model id, before its
+first call fails with a 404 (and one whose ROM is edited to one, as it is read).
 
 The provider's own list (Anthropic: GET /v1/models) is asked once, within a few seconds,
 beside the agents' start (never before it); it is kept in `.hivemind/models.json` for
@@ -11,22 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 
 from hivemind.hive.layout import Hive
+from hivemind.hive.rom import RomRegistry
 from hivemind.llm.base import Provider
 from hivemind.llm.catalog import CATALOG_FILE, LIST_TIMEOUT, fetch_catalog, known_ids, model_problem
-from hivemind.settings import AgentConfig, HiveConfig
+from hivemind.settings import HiveConfig
 
 logger = logging.getLogger(__name__)
 
 
 async def check_models(
-    hive: Hive, config: HiveConfig, provider: Provider, agents: Mapping[str, AgentConfig],
+    hive: Hive, config: HiveConfig, provider: Provider, roms: RomRegistry,
     within: float = LIST_TIMEOUT,
 ) -> None:
-    """Log one line per agent whose model the provider does not list (or, with no list,
-    the hive does not know); never raises: a check that fails leaves the daemon as it is."""
+    """From now on, warn (one line each, in status too) about an agent whose model the
+    provider does not list, or with no list, the hive does not know: those read already
+    and those read later (a ROM edited, an agent added). Never raises."""
     try:
         catalog = await fetch_catalog(provider, provider.name, within)
         if isinstance(catalog, str):
@@ -38,9 +39,7 @@ async def check_models(
             except OSError as exc:  # a full disk, a read-only hive: status checks less
                 logger.debug("%s not written: %s", CATALOG_FILE, exc)
         known = known_ids(config.pricing, config.models)
-        for name, agent in sorted(agents.items()):
-            problem = model_problem(agent.model, catalog, known, config.models)
-            if problem:
-                logger.warning("%s: %s", hive.relative(hive.rom_path(name)), problem)
+        roms.model_problem = lambda model: model_problem(model, catalog, known, config.models)
+        roms.check_again()
     except Exception as exc:  # a bug here must not stop the agents
         logger.debug("model check failed: %r", exc)

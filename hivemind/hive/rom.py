@@ -44,6 +44,7 @@ class _Entry:
     text: str = ""  # the file as it was when `good` was read
     error: str | None = None
     warnings: list[str] = field(default_factory=list)  # of `good`, which still runs
+    told: list[str] = field(default_factory=list)  # what `good`'s front matter runs without
 
 
 class RomRegistry:
@@ -69,6 +70,8 @@ class RomRegistry:
         self.fixed_tokens: Callable[[AgentConfig], int] | None = None
         """Tokens each request carries besides the context (preamble, tool definitions),
         for the warning that a ROM leaves no room for a context; unknown: 0."""
+        self.model_problem: Callable[[str], str | None] | None = None
+        """Why a model id is none (not in the provider's list, say), once that is known."""
         self._entries: dict[str, _Entry] = {}
 
     def load(self, name: str) -> AgentConfig:
@@ -137,12 +140,20 @@ class RomRegistry:
         fixed = (self.fixed_tokens(config) if self.fixed_tokens is not None
                  and room < MIN_CONTEXT_TOKENS + FIXED_TOKENS_MOST else 0)
         warnings = told + config.budget_warnings(fixed) + glob_warnings(self.hive, config)
+        if self.model_problem is not None and (problem := self.model_problem(config.model)):
+            warnings.append(problem)
         if self.tells_problems:
             shown = self.hive.relative(self.hive.rom_path(name))
             for warning in warnings:
                 if warning not in entry.warnings:
                     logger.warning("%s: %s", shown, warning)
-        entry.warnings = warnings
+        entry.warnings, entry.told = warnings, told
+
+    def check_again(self) -> None:
+        """Warn again about the configs read (`model_problem` set since): new ones logged."""
+        for name, entry in list(self._entries.items()):
+            if entry.good is not None:
+                self._warn(name, entry, entry.good, entry.told)
 
     def warnings(self, name: str) -> list[str]:
         """What in the agent's current config is valid but likely not meant (it runs
