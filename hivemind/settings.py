@@ -235,7 +235,7 @@ class ProviderSettings(BaseModel):
     api_key_env: str = Field(
         default="ANTHROPIC_API_KEY",
         description="the variable sent as the key; another applies once you run `hivemind trust`")
-    timeout: Seconds = Field(default=120.0, gt=0)
+    timeout: Seconds = Field(default=120.0, gt=0, description="seconds a model call may take")
     max_retries: int = Field(
         default=0, ge=0,
         description="the SDK's own quick retries inside one call; 0: the daemon retries "
