@@ -16,7 +16,13 @@ from hivemind.cli.app import app
 from hivemind.cli.hive_status import hive_status
 from hivemind.hive.layout import Hive
 from hivemind.hive.rom import RomRegistry
-from hivemind.llm.catalog import CATALOG_FILE, ModelCatalog, fetch_catalog, model_problem
+from hivemind.llm.catalog import (
+    CATALOG_FILE,
+    LISTED_MOST,
+    ModelCatalog,
+    fetch_catalog,
+    model_problem,
+)
 from hivemind.llm.offline import OfflineProvider
 from hivemind.settings import AgentSettings
 from tests import scripted_model
@@ -185,3 +191,11 @@ def test_a_rom_edited_to_an_unknown_model_is_said_as_it_is_read(
         "claude-opus-5-5?): its calls would fail; fix `model:`"
     ]
     assert roms.warnings("ann") == [model_lines(caplog)[0].split(": ", 1)[1]]
+
+
+def test_a_saved_list_is_read_no_longer_than_the_daemon_reads_one(hive: Hive) -> None:
+    ids = [f"model-{n}" for n in range(LISTED_MOST)] + ["claude-sonnet-5-5"]
+    ModelCatalog(provider="anthropic", checked_at="2026-01-01T00:00:00Z", ids=ids).write(
+        hive.state_dir / CATALOG_FILE)
+    saved = ModelCatalog.read(hive.state_dir / CATALOG_FILE, hive.root)
+    assert saved is not None and len(saved.ids) == LISTED_MOST

@@ -60,9 +60,11 @@ class ModelCatalog(BaseModel):
     def read(cls, path: Path, root: Path) -> ModelCatalog | None:
         """The saved catalog; None if there is none or it is not one (hand-edited, say)."""
         try:
-            return cls.model_validate_json(read_regular(path, root, CATALOG_BYTES))
+            catalog = cls.model_validate_json(read_regular(path, root, CATALOG_BYTES))
         except (OSError, FileFormatError, ValidationError):
             return None
+        del catalog.ids[LISTED_MOST:]  # as many as the daemon reads, in a cloned hive too
+        return catalog
 
 
 async def fetch_catalog(
