@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -199,3 +202,17 @@ def test_a_saved_list_is_read_no_longer_than_the_daemon_reads_one(hive: Hive) ->
         hive.state_dir / CATALOG_FILE)
     saved = ModelCatalog.read(hive.state_dir / CATALOG_FILE, hive.root)
     assert saved is not None and len(saved.ids) == LISTED_MOST
+
+
+def test_hivemind_run_says_the_unknown_model_on_its_console(hive: Hive) -> None:
+    write_agent(hive, "ann", "model: claude-sonet-5-5\n")
+    with FakeAnthropic() as api:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(PYTHONPATH=str(Path(__file__).resolve().parents[1]),
+                   ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=api.base_url)
+        run = subprocess.run([sys.executable, "-m", "hivemind", "run", "--until-idle",
+                              str(hive.root)], env=env, capture_output=True, text=True,
+                             timeout=90, check=False)  # fmt: skip
+    said = [line for line in (run.stdout + run.stderr).splitlines() if "claude-sonet" in line]
+    assert said == ["agents/ann/ROM.md: model 'claude-sonet-5-5' is not one anthropic lists "
+                    "(did you mean claude-sonnet-5-5?): its calls would fail; fix `model:`"]
