@@ -216,7 +216,9 @@ def test_an_agent_folder_linked_out_of_the_hive_is_not_run(base: Path) -> None:
                        ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=api.base_url)
         sent = json.dumps([r.body for r in api.message_requests])
 
-    assert run.returncode == 0, run.stderr
+    # the task assigned to spy waits for an agent the hive does not run: exit 3
+    assert run.returncode == 3, run.stderr
+    assert (base / "clone" / "tasks" / "t1.md").exists()
     assert SECRET not in sent
     assert "agents/spy/: a link to a folder is not run as an agent" in run.stdout + run.stderr
 
