@@ -24,6 +24,7 @@ from hivemind.hive.layout import Hive
 from hivemind.llm.base import ToolCall, ToolResult, ToolSpec
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.settings import AgentConfig
+from hivemind.tools.schema import compact_schema
 
 if TYPE_CHECKING:
     from hivemind.hive.mailbox import PostOffice
@@ -140,8 +141,7 @@ class Tool(Generic[InputT]):
     def spec(self) -> ToolSpec:
         """The definition sent to the model (built once: schema generation is slow)."""
         if self._spec is None:
-            schema = self.input_model.model_json_schema()
-            schema.pop("title", None)
+            schema = compact_schema(self.input_model.model_json_schema())
             self._spec = ToolSpec(name=self.name, description=self.description,
                                   input_schema=schema)
         return self._spec

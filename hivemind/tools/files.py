@@ -41,29 +41,28 @@ cut in `execute` never falls inside them."""
 
 
 class ReadFileInput(BaseModel):
-    path: str = Field(description="Path relative to the hive root, e.g. workspace/notes.md")
-    start_line: int | None = Field(default=None, ge=1, description="First line (1-based)")
-    end_line: int | None = Field(default=None, ge=1, description="Last line (inclusive)")
+    path: str = Field(description="e.g. workspace/notes.md")
+    start_line: int | None = Field(default=None, ge=1)
+    end_line: int | None = Field(default=None, ge=1)
     start_char: int = Field(
         default=0, ge=0,
-        description="Characters of start_line to skip (0-based): reads on within a line "
-        "too long to show whole, where its cut note says",
+        description="Characters of start_line to skip, as a long line's cut note says",
     )
 
 
 class WriteFileInput(BaseModel):
-    path: str = Field(description="Path under workspace/ or knowledge/")
-    content: str = Field(description="The whole new content of the file")
+    path: str
+    content: str = Field(description="The whole new text")
 
 
 class EditFileInput(BaseModel):
-    path: str = Field(description="Path under workspace/ or knowledge/")
-    old: str = Field(min_length=1, description="Exact text to replace; must occur exactly once")
-    new: str = Field(description="Replacement text")
+    path: str
+    old: str = Field(min_length=1)
+    new: str
 
 
 class ListFilesInput(BaseModel):
-    path: str = Field(default="workspace", description="Folder relative to the hive root")
+    path: str = "workspace"
 
 
 def _readable(ctx: ToolContext, path: str) -> Path:
@@ -291,8 +290,7 @@ _EDITS = Footprint.of(reads=["files"], writes=["files"])
 FILE_TOOLS: list[Tool[Any]] = [
     Tool(
         "read_file",
-        "Read a file of the hive (workspace/, knowledge/, tasks/, agents/), optionally a "
-        "line range; the file then stays in view in your next cycles.",
+        "Read a hive file, or lines of it; it then stays in view in your next cycles.",
         ReadFileInput,
         read_file,
         touches=_READS,
@@ -306,7 +304,7 @@ FILE_TOOLS: list[Tool[Any]] = [
     ),
     Tool(
         "edit_file",
-        "Replace one exact occurrence of `old` with `new` in a file under workspace/ or "
+        "Replace the one occurrence of `old` with `new` in a file under workspace/ or "
         "knowledge/.",
         EditFileInput,
         edit_file,
@@ -321,7 +319,7 @@ FILE_TOOLS: list[Tool[Any]] = [
     ),
     Tool(
         "search_files",
-        "Search files of a hive folder for a regular expression; returns path:line: text.",
+        "Search a hive folder's files for a Python regex; returns path:line: text.",
         SearchFilesInput,
         search_files,
         touches=_READS,

@@ -31,8 +31,8 @@ SNIFF_BYTES = 8192
 
 
 class SearchFilesInput(BaseModel):
-    pattern: str = Field(min_length=1, description="Regular expression (Python syntax)")
-    path: str = Field(default="workspace", description="Folder to search, relative to the hive")
+    pattern: str = Field(min_length=1)
+    path: str = "workspace"
     max_results: int = Field(default=50, ge=1, le=200)
 
 

@@ -19,17 +19,16 @@ from hivemind.tools.base import Footprint, Tool, ToolContext
 
 
 class RememberInput(BaseModel):
-    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS,
-                         description="What to remember")
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     importance: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="0 = trivial, 1 = essential (default: judged)"
+        default=None, ge=0.0, le=1.0, description="0 trivial to 1 essential (default: judged)"
     )
     scope: Literal["task", "project", "global"] = Field(
         default="project",
-        description="task: until the task ends; project: for this project; global: for all",
+        description="How long kept: until the task ends, for the project, for all",
     )
     preference: bool = Field(
-        default=False, description="A lasting preference (global ones wait for a person's OK)"
+        default=False, description="A lasting preference (a global one waits for a person's OK)"
     )
 
 
@@ -113,8 +112,7 @@ def end_task_memory(ctx: ToolContext, ref: TaskRef, success: bool) -> dict[str, 
 MEMORY_TOOLS: list[Tool[Any]] = [
     Tool(
         "remember",
-        "Store something worth knowing later (a fact, a decision, a lesson) in the hive's "
-        "long-term memory.",
+        "Store a fact, decision or lesson in the hive's long-term memory.",
         RememberInput,
         remember,
         # It reads memory too: an equal memory is updated, not stored twice.
@@ -122,7 +120,7 @@ MEMORY_TOOLS: list[Tool[Any]] = [
     ),
     Tool(
         "recall",
-        "Search the hive's long-term memory; returns the best matches with their scores.",
+        "Search the hive's long-term memory; best matches first, with scores.",
         RecallInput,
         recall,
         touches=Footprint.of(reads=["tasks", "memory"]),

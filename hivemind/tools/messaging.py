@@ -19,12 +19,12 @@ from hivemind.tools.limits import thread_key
 
 class SendMessageInput(BaseModel):
     to: str | list[str] = Field(
-        description='An agent name, "human", a list of names, or "*" for everyone'
+        description='Agent name(s), "human", or "*" (everyone)'
     )
     subject: str = Field(default="", max_length=200)
     body: str = Field(min_length=1, max_length=100_000)
-    in_reply_to: str | None = Field(default=None, description="id of the message answered")
-    task: str | None = Field(default=None, description="id of the task this is about")
+    in_reply_to: str | None = Field(default=None, description="message_id answered")
+    task: str | None = Field(default=None, description="task id it is about")
 
 
 async def send_message(ctx: ToolContext, args: SendMessageInput) -> str:
@@ -75,8 +75,7 @@ def _thread_of(ctx: ToolContext, message_id: str) -> str:
 MESSAGING_TOOLS: list[Tool[Any]] = [
     Tool(
         "send_message",
-        'Send a message to an agent, a list of agents, "*" (everyone) or "human". '
-        "Your name is filled in as the sender.",
+        "Send mail; you are the sender.",
         SendMessageInput,
         send_message,
         # Each message is a new file under a unique id: nothing it reads can change.

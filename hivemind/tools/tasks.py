@@ -26,19 +26,19 @@ from hivemind.tools.taskedits import check_as_seen
 
 class CreateTaskInput(BaseModel):
     title: str = Field(min_length=1, max_length=200)
-    body: str = Field(default="", max_length=100_000, description="What to do, in Markdown")
-    assignee: str | None = Field(default=None, description="Agent to do it (default: routed)")
+    body: str = Field(default="", max_length=100_000, description="Markdown")
+    assignee: str | None = Field(default=None, description="Agent (default: routed)")
     priority: TaskPriority = TaskPriority.MEDIUM
     depends_on: list[str] = Field(default_factory=list, description="Task ids to finish first")
     project: str | None = None
     domain: str | None = None
     task_type: str | None = None
-    task: str | None = Field(default=None, description="The task you hold that this is part of")
+    task: str | None = Field(default=None, description="Your task this is part of")
 
 
 class CompleteTaskInput(BaseModel):
     task_id: str
-    result: str = Field(min_length=1, max_length=100_000, description="The outcome, in Markdown")
+    result: str = Field(min_length=1, max_length=100_000, description="Markdown")
 
 
 class FailTaskInput(BaseModel):
@@ -49,7 +49,7 @@ class FailTaskInput(BaseModel):
 class WaitForInput(BaseModel):
     task_id: str
     waiting_for: str = Field(min_length=1, max_length=500,
-                             description="What the task waits for: an answer, a person, a file")
+                             description="An answer, a person, a file")
 
 
 def _held(ctx: ToolContext, task_id: str) -> TaskRef:
@@ -219,7 +219,7 @@ def _finishing(tool_input: dict[str, Any]) -> Footprint:
 TASK_TOOLS: list[Tool[Any]] = [
     Tool(
         "create_task",
-        "Create a task for another agent (delegation); its outcome comes back to you by mail.",
+        "Delegate a task; its outcome comes back to you by mail.",
         CreateTaskInput,
         create_task,
         # Reads the held tasks (the parent's project) and the board (a free id).
@@ -227,22 +227,22 @@ TASK_TOOLS: list[Tool[Any]] = [
     ),
     Tool(
         "complete_task",
-        "Finish a task you hold, with its result; the result is appended to the task file.",
+        "Finish a task you hold; its result is appended to the task file.",
         CompleteTaskInput,
         complete_task,
         touches=_finishing,
     ),
     Tool(
         "fail_task",
-        "Give up a task you hold, with the reason; it is retried or moved to tasks/failed/.",
+        "Give up a task you hold, saying why; it is retried or fails.",
         FailTaskInput,
         fail_task,
         touches=_finishing,
     ),
     Tool(
         "wait_for",
-        "Say that a task you hold waits for something (an answer, a person, a file) and end "
-        "your turn; without it, a task left active is taken up again at once.",
+        "Say what a task you hold waits for and end your turn; without it, a task left "
+        "active is taken up again at once.",
         WaitForInput,
         wait_for,
         touches=Footprint.of(reads=["tasks"]),

@@ -1,0 +1,61 @@
+"""A tool's input schema as the model is sent it: pydantic's, less what says nothing.
+
+Every request carries every allowed tool's schema, so each word is paid for on every
+call. Left out: `title` keywords (the property name says it), the `null` branch of
+an optional field and defaults that say nothing (null, "", false: the field is
+optional by not being `required`),
+`minLength: 1` and the safety caps of long texts (the tool still checks them and
+says so in its error); a `$ref` to a definition is replaced by the definition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SAFETY_CAP = 10_000
+"""A `maxLength` from here up is a safety cap, not guidance for the model."""
+
+_NULL = {"type": "null"}
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema without titles, null branches, null defaults and safety caps."""
+    defs = schema.get("$defs", {})
+    out = _compact(schema, defs)
+    out.pop("$defs", None)
+    return out
+
+
+def _compact(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = defs.get(ref.removeprefix("#/$defs/"))
+        if isinstance(target, dict):
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            node = {**target, **rest}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" or (key == "default" and _says_nothing(value)):
+            continue
+        if key == "minLength" and value == 1:
+            continue
+        if key == "maxLength" and isinstance(value, int) and value >= SAFETY_CAP:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _compact(sub, defs) for name, sub in value.items()}
+        elif key == "items" and isinstance(value, dict):
+            out[key] = _compact(value, defs)
+        elif key == "anyOf" and isinstance(value, list):
+            branches = [_compact(b, defs) for b in value if b != _NULL]
+            if len(branches) == 1:
+                out.update(branches[0])
+            else:
+                out[key] = branches
+        else:
+            out[key] = value
+    return out
+
+
+def _says_nothing(default: Any) -> bool:
+    """A default an optional field has anyway: null, "" or false (not 0: a number)."""
+    return default is None or default is False or default == ""

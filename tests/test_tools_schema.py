@@ -1,0 +1,66 @@
+"""The tool definitions the model is sent: compact, and still what the tools accept."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from hivemind.tools import default_registry
+from hivemind.tools.schema import compact_schema
+
+
+def _keys(node: Any, found: set[str]) -> set[str]:
+    """Every schema keyword used anywhere in `node` (property names excluded)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "properties":
+                for sub in value.values():
+                    _keys(sub, found)
+                continue
+            found.add(key)
+            _keys(value, found)
+    elif isinstance(node, list):
+        for item in node:
+            _keys(item, found)
+    return found
+
+
+SPECS = default_registry().specs(None)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.name for s in SPECS])
+def test_a_tool_schema_carries_no_titles_refs_or_null_branches(spec: Any) -> None:
+    schema = spec.input_schema
+    assert not {"title", "$defs", "$ref"} & _keys(schema, set())
+    assert '{"type": "null"}' not in json.dumps(schema)
+    assert schema["type"] == "object"
+
+
+def test_a_property_named_title_is_kept_and_required_fields_stay_required() -> None:
+    create = next(s for s in SPECS if s.name == "create_task").input_schema
+    assert "title" in create["properties"] and create["required"] == ["title"]
+    assert create["properties"]["priority"]["enum"] == ["critical", "high", "medium", "low"]
+    assert create["properties"]["priority"]["default"] == "medium"
+
+
+def test_optional_fields_lose_their_null_branch_but_keep_their_constraints() -> None:
+    schema = compact_schema({
+        "properties": {
+            "n": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}],
+                  "default": None, "title": "N"},
+            "k": {"type": "integer", "default": 0, "title": "K"},
+            "body": {"type": "string", "minLength": 1, "maxLength": 100_000},
+            "reason": {"type": "string", "maxLength": 2000},
+            "to": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+        },
+        "required": ["body"], "title": "X", "type": "object",
+    })
+    props = schema["properties"]
+    assert props["n"] == {"type": "integer", "minimum": 1}
+    assert props["k"] == {"type": "integer", "default": 0}  # a number is said
+    assert props["body"] == {"type": "string"}  # non-empty and a safety cap: the tool checks
+    assert props["reason"]["maxLength"] == 2000  # a limit the model should know
+    assert len(props["to"]["anyOf"]) == 2
+
