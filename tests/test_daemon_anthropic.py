@@ -59,7 +59,7 @@ def test_request_has_tools_rom_context_and_cache_marks(hive: Hive) -> None:
     assert "MARKER-ROM" not in json.dumps(entries)  # the ROM is in system only
     task = next(e for e in entries if e["id"] == "task:t1")
     assert "Say something about bees." in task["content"]
-    assert set(task) == {"id", "content", "confidence", "priority", "metadata"}
+    assert set(task) == {"id", "content", "metadata"}  # confidence 1, priority high: defaults
 
 
 def test_tool_use_is_executed_and_its_result_sent_back(hive: Hive) -> None:

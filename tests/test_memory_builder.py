@@ -17,6 +17,7 @@ from hivemind.memory.blocks import (
     HistoryBlock,
     KnowledgeBlock,
     MessageBlock,
+    Priority,
     RomBlock,
     StatusBlock,
     TaskBlock,
@@ -79,14 +80,16 @@ def every_kind() -> list[AnyBlock]:
 async def test_entries_have_the_documented_shape(root: Path) -> None:
     built = await Engine(root).build(every_kind())
     for entry in built.entries:
-        assert list(entry) == ["id", "content", "confidence", "priority", "metadata"]
-        assert entry["priority"] in {"critical", "high", "medium", "low"}
+        # confidence and priority only when not at their defaults (1.0, the type's own)
+        assert [k for k in entry if k not in ("confidence", "priority")] == [
+            "id", "content", "metadata"]
+        assert entry.get("priority", "high") in {"critical", "high", "medium", "low"}
         meta = entry["metadata"]
         assert list(meta)[:2] == ["type", "timestamp"]
         assert datetime.fromisoformat(meta["timestamp"]) == NOW
     by_id = {e["id"]: e for e in built.entries}
     assert by_id["rom:lead"]["content"].startswith("# lead")
-    assert by_id["rom:lead"]["priority"] == "critical"
+    assert "priority" not in by_id["rom:lead"]  # a ROM is always critical
     assert by_id["src/app.py:1-1"]["content"] == "def main():\n"
     assert by_id["src/app.py:1-1"]["metadata"]["lines"] == "1-1"
     assert by_id["task:t1"]["metadata"]["task_id"] == "t1"
@@ -299,3 +302,27 @@ async def test_entry_timestamps_are_the_blocks_times_to_the_second(root: Path) -
         assert shown == {
             f"history:{i}": t.isoformat(timespec="seconds") for i, t in enumerate(times)
         }
+
+
+async def test_an_entry_leaves_out_the_fields_at_their_defaults(root: Path) -> None:
+    """Each field costs tokens in every request: only what differs from its default is
+    sent (confidence 1, the type's usual priority, empty or false metadata, a source
+    that is the id)."""
+    blocks = [
+        KnowledgeBlock(topic="Delegation", location="knowledge/delegation.md", timestamp=NOW),
+        FileBlock(location="notes.md", confidence=0.4, priority=Priority.HIGH, timestamp=NOW),
+        MessageBlock(from_agent="human", to_agent="lead", full_path="mail/1.md",
+                     body="Hello", timestamp=NOW),
+    ]
+    (root / "knowledge").mkdir(exist_ok=True)
+    (root / "knowledge" / "delegation.md").write_text("# Delegation\n")
+    (root / "notes.md").write_text("n\n")
+    by_id = {e["id"]: e for e in (await Engine(root).build(blocks)).entries}
+    note = by_id["knowledge/delegation.md"]
+    assert set(note) == {"id", "content", "metadata"}
+    assert "source" not in note["metadata"]
+    unsure = by_id["notes.md"]
+    assert (unsure["confidence"], unsure["priority"]) == (0.4, "high")
+    mail = by_id["msg:1.md"]["metadata"]
+    assert "subject" not in mail and "read" not in mail and "source" not in mail
+    assert (mail["from"], mail["to"]) == ("human", "lead")

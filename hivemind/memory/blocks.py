@@ -233,7 +233,8 @@ class StatusBlock(MemoryBlockBase):
         return _VALUE_JSON(self.value)
 
     def type_metadata(self) -> dict[str, Any]:
-        return {"status_type": self.status_type}
+        # `status:<type>` already says it
+        return {} if self.id == f"status:{self.status_type}" else {"status_type": self.status_type}
 
 
 class TaskBlock(MemoryBlockBase):
@@ -322,13 +323,15 @@ class MessageBlock(MemoryBlockBase):
         return f"{self.subject} {self.preview}"
 
     def type_metadata(self) -> dict[str, Any]:
-        return {
+        meta: dict[str, Any] = {
             "from": self.from_agent,
             "to": self.to_agent,
             "subject": self.subject,
             "read": self.read,
-            "source": self.full_path,
         }
+        if self.body is None:  # the entry is the file: say which
+            meta["source"] = self.full_path
+        return meta
 
     def envelope_extra(self) -> int:
         return 30 + (len(self.subject) + len(self.from_agent) + len(self.to_agent)) // 3

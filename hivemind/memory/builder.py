@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from json.encoder import encode_basestring
 from operator import attrgetter
-from typing import Any
+from typing import Any, get_args
 
 from hivemind.errors import CriticalOverBudgetError
 from hivemind.memory.blocks import AnyBlock, BlockType, FileRef, Priority
@@ -107,6 +107,29 @@ class BuiltContext:
             token_counts={k: v for k, v in self.token_counts.items() if k not in gone},
             _encoded=None if encoded is None else [encoded[i] for i in keep],
         )
+
+
+def _tail(block: AnyBlock, meta: dict[str, Any]) -> dict[str, Any]:
+    """An entry's fields after its content, without those at their defaults (each
+    costs tokens in every request): confidence 1, the priority its type always has,
+    metadata that is empty or false, a source that is the entry's id."""
+    tail: dict[str, Any] = {}
+    if block.confidence != 1.0:
+        tail["confidence"] = block.confidence
+    if block.priority is not _DEFAULT_PRIORITY[block.type]:
+        tail["priority"] = _PRIORITY_NAMES[block.priority]
+    tail["metadata"] = {
+        k: v for k, v in meta.items()
+        if not (v is None or v is False or v in ("", [], {}))
+        and not (k == "source" and v == block.id)
+    }
+    return tail
+
+
+_DEFAULT_PRIORITY = {
+    get_args(cls.model_fields["type"].annotation)[0]: cls.model_fields["priority"].default
+    for cls in get_args(AnyBlock)
+}
 
 
 @dataclass(slots=True)
@@ -287,11 +310,7 @@ class ContextBuilder:
             meta["encoding"] = f"{decoded} (not UTF-8)"
         if note is not None:
             meta["note"] = note
-        tail = {
-            "confidence": block.confidence,
-            "priority": _PRIORITY_NAMES[block.priority],
-            "metadata": meta,
-        }
+        tail = _tail(block, meta)
         head = '{"id":' + _dumps_str(block.id) + ',"content":'
         tail_json = _dumps(tail)
         envelope = head + '"",' + tail_json[1:]
