@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,14 @@ from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, MailItem, PostOffice
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.tasks.ref import TaskRef
-from hivemind.memory.blocks import BlockType, KnowledgeBlock, MessageBlock, Priority, TaskBlock
+from hivemind.memory.blocks import (
+    BlockType,
+    KnowledgeBlock,
+    MessageBlock,
+    Priority,
+    StatusBlock,
+    TaskBlock,
+)
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.settings import AgentConfig
 from tests.helpers import write_agent, write_task
@@ -221,7 +229,9 @@ def test_perceived_blocks_are_what_their_classes_make_of_the_same_arguments(
     made = {
         f"rom:{AGENT}": RomBlock(agent=AGENT, location=f"agents/{AGENT}/ROM.md"),
         "task:t1": task_block(hive, ref),
-        "status:hive": StatusBlock(status_type="hive", value=figures),
+        # a state with no task is left out of the figures shown
+        "status:hive": StatusBlock(status_type="hive",
+                                   value={"tasks": {"active": 1}, "budget": 5}),
     }
     for bid, expected in made.items():
         got = agent.working.get(bid)
@@ -332,3 +342,17 @@ def test_knowledge_blocks_carry_topic_location_and_priority(hive: Hive) -> None:
     assert all(b.priority is Priority.MEDIUM for b in blocks.values())
     assert [n.location for n in index.selected(["python/**"])] == ["knowledge/python/typing.md"]
     assert [n.location for n in index.selected(["knowledge/*.md"])] == ["knowledge/style.md"]
+
+
+def test_the_status_entry_shows_only_task_counts_an_agent_can_act_on(hive: Hive) -> None:
+    """A zero says nothing and rejected files are a person's to fix: both are left out;
+    the team is in the system prompt, not here."""
+    write_agent(hive, AGENT)
+    agent = Perceiver(hive)
+    figures = {"tasks": {"pending": 2, "active": 0, "done": 3, "failed": 0, "rejected": 4},
+               "team": [[AGENT, "worker"]]}
+    perceive(hive, agent.config, agent.board, agent.mailbox, agent.knowledge,
+             agent.working, figures)
+    status = agent.working.get("status:hive")
+    assert isinstance(status, StatusBlock)
+    assert json.loads(status.inline_content()) == {"tasks": {"pending": 2, "done": 3}}

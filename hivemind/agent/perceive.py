@@ -255,11 +255,22 @@ def perceive(
     watch_keys = _sync_files(hive, working, active, config.watch)
 
     # The team goes into the system prompt (stable); the STATUS block keeps what changes.
-    working.add(StatusBlock(
-        status_type="hive", value={k: v for k, v in figures.items() if k != TEAM}
-    ))
+    working.add(StatusBlock(status_type="hive", value=actionable(figures)))
     return Perception(active=active, unread=unread, input_keys=keys, watch_keys=watch_keys,
                       team=figures.get(TEAM) or [])
+
+
+UNACTIONABLE = frozenset({"rejected"})
+"""Task counts no agent can act on (a rejected file is for a person to fix)."""
+
+
+def actionable(figures: dict[str, Any]) -> dict[str, Any]:
+    """The hive figures an agent's STATUS entry shows (the team is in the system prompt):
+    the task counts it can act on, a zero left out (a state missing has no task)."""
+    tasks = figures.get("tasks") or {}
+    shown = {k: v for k, v in figures.items() if k != TEAM}
+    shown["tasks"] = {k: n for k, n in tasks.items() if n and k not in UNACTIONABLE}
+    return shown
 
 
 def _sync_files(
