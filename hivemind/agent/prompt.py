@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from hivemind.hive.document import split
 from hivemind.memory.tokens import TokenCounter
 from hivemind.settings import AgentConfig
 from hivemind.tools.base import ToolRegistry
@@ -69,7 +70,17 @@ def team_text(name: str, team: Sequence[Sequence[str]]) -> str:
 
 
 def system_prompt(name: str, rom_text: str, team: Sequence[Sequence[str]] = ()) -> str:
-    """Preamble + team + ROM: what changes only when the hive's owner changes it, so it
-    stays in the prompt cache from cycle to cycle."""
+    """Preamble + team + the ROM's instructions: what changes only when the hive's owner
+    changes it, so it stays in the prompt cache from cycle to cycle. The ROM's front
+    matter is left out: its settings are the runtime's, acted on before the model is."""
     return (PREAMBLE.format(name=name) + team_text(name, team)
-            + "\n# Your ROM (agents/" + name + "/ROM.md)\n\n" + rom_text)
+            + "\n# Your ROM (agents/" + name + "/ROM.md)\n\n" + instructions(rom_text))
+
+
+def instructions(rom_text: str) -> str:
+    """The ROM without its front matter (a ROM whose front matter is never closed: all
+    of it, as it was read)."""
+    try:
+        return split(rom_text)[1].strip("\n") + "\n"
+    except ValueError:
+        return rom_text
