@@ -44,10 +44,7 @@ class ReadFileInput(BaseModel):
     path: str = Field(description="e.g. workspace/notes.md")
     start_line: int | None = Field(default=None, ge=1)
     end_line: int | None = Field(default=None, ge=1)
-    start_char: int = Field(
-        default=0, ge=0,
-        description="Characters of start_line to skip, as a long line's cut note says",
-    )
+    start_char: int = Field(default=0, ge=0)  # a long line's cut note says what to give
 
 
 class WriteFileInput(BaseModel):

@@ -23,10 +23,7 @@ class RememberInput(BaseModel):
     importance: float | None = Field(
         default=None, ge=0.0, le=1.0, description="0 trivial to 1 essential (default: judged)"
     )
-    scope: Literal["task", "project", "global"] = Field(
-        default="project",
-        description="How long kept: until the task ends, for the project, for all",
-    )
+    scope: Literal["task", "project", "global"] = "project"
     preference: bool = Field(
         default=False, description="A lasting preference (a global one waits for a person's OK)"
     )

@@ -48,8 +48,7 @@ class FailTaskInput(BaseModel):
 
 class WaitForInput(BaseModel):
     task_id: str
-    waiting_for: str = Field(min_length=1, max_length=500,
-                             description="An answer, a person, a file")
+    waiting_for: str = Field(min_length=1, max_length=500)
 
 
 def _held(ctx: ToolContext, task_id: str) -> TaskRef:
@@ -241,8 +240,7 @@ TASK_TOOLS: list[Tool[Any]] = [
     ),
     Tool(
         "wait_for",
-        "Say what a task you hold waits for and end your turn; without it, a task left "
-        "active is taken up again at once.",
+        "Say what a task you hold waits for, and end your turn.",
         WaitForInput,
         wait_for,
         touches=Footprint.of(reads=["tasks"]),
