@@ -22,6 +22,7 @@ def test_the_model_gets_the_roms_instructions_without_its_front_matter(hive: Hiv
     run_until_idle(hive, provider)
 
     system = provider.requests[0].system
+    assert system.startswith("You are ann (ann of the test hive), one agent of a hive")
     assert system.endswith("# Your ROM (agents/ann/ROM.md)\n\nYou are ann.\n\nEND-OF-ROM\n")
     for setting in ("heartbeat", "skills:", "routes unassigned", "role:", "---"):
         assert setting not in system

@@ -219,7 +219,8 @@ def test_mail_tasks_and_knowledge_reach_the_model_only_as_json_data(hive: Hive) 
     data = ""
     for body in bodies:
         [system] = body["system"]
-        assert system["text"].rstrip() == system_prompt("worker", rom).rstrip()
+        expected = system_prompt("worker", rom, role="worker of the test hive")
+        assert system["text"].rstrip() == expected.rstrip()
         entries = context_entries(body)
         # confidence and priority are left out at their defaults
         assert all({"id", "content", "metadata"} <= set(e)

@@ -16,7 +16,7 @@ from hivemind.settings import AgentConfig
 from hivemind.tools.base import ToolRegistry
 
 PREAMBLE = """\
-You are {name}, one agent of a hive: a team of agents that share a folder of files:
+You are {name}{role}, one agent of a hive: a team of agents that share a folder of files:
 tasks in tasks/, mail in mailboxes/, shared notes in knowledge/, your output in workspace/.
 
 Each turn you get a JSON array of entries {{"id", "content", "metadata"}}; metadata.type
@@ -67,11 +67,15 @@ def team_text(name: str, team: Sequence[Sequence[str]]) -> str:
     return "\nYour team (agents of this hive): " + ", ".join(others) + "\n" if others else ""
 
 
-def system_prompt(name: str, rom_text: str, team: Sequence[Sequence[str]] = ()) -> str:
+def system_prompt(
+    name: str, rom_text: str, team: Sequence[Sequence[str]] = (), role: str = ""
+) -> str:
     """Preamble + team + the ROM's instructions: what changes only when the hive's owner
-    changes it, so it stays in the prompt cache from cycle to cycle. The ROM's front
-    matter is left out: its settings are the runtime's, acted on before the model is."""
-    return (PREAMBLE.format(name=name) + team_text(name, team)
+    changes it, so it stays in the prompt cache from cycle to cycle. Of the ROM's front
+    matter only the agent's `role` is said (in the first line): its settings are the
+    runtime's, acted on before the model is called."""
+    return (PREAMBLE.format(name=name, role=f" ({role})" if role else "")
+            + team_text(name, team)
             + "\n# Your ROM (agents/" + name + "/ROM.md)\n\n" + instructions(rom_text))
 
 

@@ -103,7 +103,7 @@ class ContextAssembler:
             selection=selection,
             built=built,
             context=built.without_types({BlockType.ROM.value}),
-            system=system_prompt(self.name, rom_text, p.team),
+            system=system_prompt(self.name, rom_text, p.team, cfg.summary),
             budget=budget,
             recalled=recalled,
         )
