@@ -11,8 +11,8 @@ from typer.core import TyperGroup
 from hivemind.errors import HivemindError, UserError
 
 # `hivemind --help` lists the commands in the order a newcomer uses them.
-ORDER = ("init", "task", "send", "run", "status", "inspect", "log", "memory", "agents",
-         "trust")
+ORDER = ("init", "task", "send", "run", "status", "inbox", "inspect", "log", "memory",
+         "agents", "trust")
 
 
 class _InOrder(TyperGroup):
@@ -61,6 +61,7 @@ def _options(
 from hivemind.cli import (  # noqa: E402
     agents_cmd,
     hive_cmds,
+    inbox_cmd,
     inspect_cmd,
     memory_cmd,
     run_cmd,
@@ -71,6 +72,7 @@ from hivemind.cli import (  # noqa: E402
 hive_cmds.register(app)
 task_cmds.register(hive_cmds.task_app)
 run_cmd.register(app)
+inbox_cmd.register(app)
 inspect_cmd.register(app)
 memory_cmd.register(app)
 trust_cmd.register(app)
