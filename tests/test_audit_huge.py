@@ -15,7 +15,7 @@ import pytest
 
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.auditfile import AUDIT_TAIL_BYTES, MAX_RECORD_BYTES
-from hivemind.cli import run_cmd
+from hivemind.agent.audittail import Position, read_new
 from hivemind.hive.layout import Hive
 from tests.helpers import write_agent
 
@@ -124,10 +124,10 @@ def test_hivemind_log_on_a_6gb_audit_file_shows_its_last_records(
 def test_following_skips_an_over_long_line_written_in_pieces(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     path.write_bytes(line_of(event="reflection", cycle=1) + b"z" * (MAX_RECORD_BYTES + 10))
-    records, at = run_cmd._new_records(path, run_cmd.Position())
-    assert [r.cycle for r in records] == [1] and at.skipping
+    read = read_new(path, Position())
+    assert [r.cycle for r in read.records] == [1] and read.at.skipping
     with open(path, "ab") as fh:
         fh.write(b"z" * 2**20 + b"\n" + line_of(event="reflection", cycle=2))
-    records, at = run_cmd._new_records(path, at)
-    assert [r.cycle for r in records] == [2]
-    assert at == run_cmd.Position(at.inode, path.stat().st_size, False)
+    read = read_new(path, read.at)
+    assert [r.cycle for r in read.records] == [2]
+    assert read.at == Position(read.at.inode, path.stat().st_size, False)

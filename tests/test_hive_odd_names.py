@@ -237,4 +237,4 @@ def test_status_task_list_inspect_and_log_show_such_names_without_crashing(hive:
     pending = [r for r in listed if r["state"] == "pending"]
     assert pending == [{**pending[0], "id": "caf\\xe9", "path": "tasks/caf\\xe9.md",
                         "problem": "the file name is not valid UTF-8 (caf\\xe9.md); rename it"}]
-    assert "#1 cycle" in log
+    assert "#1 end: " in log

@@ -63,6 +63,7 @@ from hivemind.cli import (  # noqa: E402
     hive_cmds,
     inbox_cmd,
     inspect_cmd,
+    log_cmd,
     memory_cmd,
     run_cmd,
     task_cmds,
@@ -73,6 +74,7 @@ hive_cmds.register(app)
 task_cmds.register(hive_cmds.task_app)
 run_cmd.register(app)
 inbox_cmd.register(app)
+log_cmd.register(app)
 inspect_cmd.register(app)
 memory_cmd.register(app)
 trust_cmd.register(app)
