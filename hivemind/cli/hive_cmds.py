@@ -28,6 +28,7 @@ from hivemind.cli.common import (
     shown_path,
 )
 from hivemind.cli.hive_status import HiveStatus, hive_status
+from hivemind.cli.spend import AgentSpend, spend_today
 from hivemind.cli.task_list import STATES, list_tasks
 from hivemind.daemon.status_file import DaemonStatus
 from hivemind.errors import FileFormatError, UserError
@@ -346,13 +347,16 @@ def status_command(
     from hivemind.tools import default_registry
 
     status = hive_status(where, FixedTokens(default_registry(), TokenCounter()))
+    spent = spend_today(where, [a.name for a in status.agents])
     if as_json:
-        typer.echo(status.model_dump_json(indent=2))
+        typer.echo(json.dumps({**status.model_dump(mode="json"), "spend_today": {
+            name: {"cycles": s.cycles, "tokens": s.tokens, "cost_usd": round(s.cost, 6),
+                   "unpriced": bool(s.unpriced)} for name, s in spent.items()}}, indent=2))
         return
-    print_status(status)
+    print_status(status, spent)
 
 
-def print_status(status: HiveStatus) -> None:
+def print_status(status: HiveStatus, spent: dict[str, AgentSpend] | None = None) -> None:
     """The status as rich tables; errors whole, one per line, to be acted on."""
     console.print(f"[bold]hive[/] {escape(status.root)}", highlight=False)
     if status.config_error:
@@ -363,14 +367,17 @@ def print_status(status: HiveStatus) -> None:
     if status.trust is not None and (line := ignored_line(status.trust, "hive.toml", folder)):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
 
-    agents = Table(title="Agents", title_justify="left")
-    for column in ("agent", "config", "role", "model", "active", "unread"):
-        agents.add_column(column, justify="right" if column in ("active", "unread") else "left")
+    agents = Table(title="Agents (tokens and cost: today, UTC)", title_justify="left")
+    numbers = ("active", "unread", "tokens", "cost")
+    for column in ("agent", "config", "role", "model", *numbers):
+        agents.add_column(column, justify="right" if column in numbers else "left",
+                          no_wrap=column not in ("role", "model"))
     for a in status.agents:
         config = "[green]ok[/]" if a.ok else "[red]invalid[/]"
+        today = (spent or {}).get(a.name) or AgentSpend()
         agents.add_row(
             escape(a.name), config, escape(a.role), escape(a.model or ""),
-            str(a.active_tasks), str(a.unread),
+            str(a.active_tasks), str(a.unread), f"{today.tokens:,}", today.cost_text(),
         )  # fmt: skip
     console.print(agents if status.agents else "[dim]no agents (add agents/<name>/ROM.md)[/]")
     for a in status.agents:
