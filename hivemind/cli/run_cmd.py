@@ -9,10 +9,8 @@ import time
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.text import Text
 
-from hivemind.agent.report import CycleReport
 from hivemind.cli.common import (
     HiveArgument,
     HiveOption,
@@ -23,6 +21,7 @@ from hivemind.cli.common import (
     resolve_hive,
     shown_path,
 )
+from hivemind.cli.run_feed import RunFeed, startup_text
 from hivemind.cli.run_summary import print_summary, summary_json
 from hivemind.cli.scratch import scratch_copy
 from hivemind.daemon.configwatch import read_hive_toml
@@ -30,25 +29,9 @@ from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.daemon.outcome import BoardBefore, outcome
 from hivemind.errors import ConfigError
 from hivemind.hive.config import LoadedConfig, load_config
-from hivemind.hive.layout import Hive
+from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.trust import ignored_line
 from hivemind.llm.select import BASE_URL_ENV, credential, make_provider, wants_offline
-
-
-def _cycle_line(report: CycleReport) -> None:
-    u = report.usage
-    bits = [f"[bold]{report.agent}[/] #{report.cycle}", f"{report.tool_calls} tool calls"]
-    if report.tasks_done:
-        bits.append(f"[green]{report.tasks_done} task(s) done[/]")
-    if report.messages_sent:
-        bits.append(f"{report.messages_sent} message(s) sent")
-    if report.tasks_failed:
-        bits.append(f"[red]{report.tasks_failed} task(s) failed[/]")
-    bits.append(f"{u.total_input + u.output_tokens} tokens")
-    if report.error:
-        bits.append(f"[red]error: {escape(report.error)}[/]")
-    # One line whatever the width (a log file is grepped line by line).
-    console.print("  ".join(bits), highlight=False, soft_wrap=True)
 
 
 def _provider_lines(loaded: LoadedConfig, shown_file: str, folder: str) -> list[str]:
@@ -60,6 +43,15 @@ def _provider_lines(loaded: LoadedConfig, shown_file: str, folder: str) -> list[
         lines.append(f"{shown_file}: [provider] base_url not used: ${BASE_URL_ENV} is set, "
                      "and the environment wins")
     return lines
+
+
+def _pending(hive: Hive) -> int:
+    """Task files waiting in tasks/ (a count of names: nothing is read)."""
+    try:
+        return sum(1 for n in os.listdir(hive.tasks_dir) if n.endswith(".md")
+                   and not is_temp_name(n))
+    except OSError:
+        return 0
 
 
 def _agents_to_run(given: str | None, hive: Hive) -> list[str] | None:
@@ -168,21 +160,30 @@ def register(app: typer.Typer) -> None:
                 highlight=False,
             )
         secret = "" if provider.offline else credential(config.provider)[1]
+        # Kept running: a line an event (start-up, tasks taken and ended, errors);
+        # --until-idle: a line a cycle.
+        feed = RunFeed(hive, out, events=not (until_idle or quiet or as_json),
+                       cycles=not (quiet or as_json))
         daemon = Daemon(
             hive, config, provider,
             RunOptions(until_idle=until_idle, agents=names, max_cycles=max_cycles, poll=poll,
                        workers=workers),
             secrets=(secret,) if secret else (),
-            on_cycle=None if quiet or as_json else _cycle_line,
+            on_cycle=feed.on_cycle,
             hive_toml=hive_toml,
         )
+        if feed.events:
+            out.print(startup_text(hive, config, provider.name, names, _pending(hive)),
+                      soft_wrap=True)
         started, before = time.monotonic(), BoardBefore.of(hive)
-        reason = asyncio.run(daemon.run())
+        with feed:
+            reason = asyncio.run(daemon.run())
         seconds = time.monotonic() - started
         found, code = outcome(hive, before, daemon.runners.values(), reason, until_idle)
         if as_json:
-            typer.echo(json.dumps(summary_json(daemon, seconds, reason, found, code)))
+            typer.echo(json.dumps(summary_json(daemon, seconds, reason, found, code,
+                                               feed.spend)))
         else:
-            print_summary(daemon, seconds, reason, found)
+            print_summary(daemon, seconds, reason, found, feed.spend, shown_in=original)
         if code:
             raise typer.Exit(code)
