@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -135,3 +137,12 @@ def test_the_until_idle_summary_has_each_agent_and_where_the_results_are(hive: H
         "run", str(hive.root), "--until-idle", "--offline", "--json"]).stdout)
     assert set(summary["agents"]) <= {"ann", "bob"}
     assert summary["results"]["done"] == str(hive.done_dir)
+
+
+def test_the_runtimes_notices_are_feed_lines_with_a_time(hive: Hive) -> None:
+    out = io.StringIO()
+    with RunFeed(hive, Console(file=out, width=300), events=True, cycles=True):
+        logging.getLogger("hivemind.daemon.outage").warning("%s is paused: %s", "ann", "401")
+    logging.getLogger("hivemind.daemon.outage").warning("after the run: not the feed's")
+    [line] = out.getvalue().splitlines()
+    assert re.fullmatch(r"\d\d:\d\d:\d\d ann is paused: 401", line), line

@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
     def log(
         agent: Annotated[
             str | None,
-            typer.Argument(help="Only this agent (default: every agent, interleaved by time).",
+            typer.Argument(metavar="AGENT",
+                           help="Only this agent (default: every agent, interleaved by time).",
                            show_default=False),
         ] = None,
         agents: Annotated[

@@ -10,6 +10,7 @@ summary.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -71,14 +72,18 @@ class RunFeed:
         self._away: dict[str, str] = {}  # agents waiting for the model service, and why
         self._away_since = 0.0
         self._board = BoardWatch(hive, self._say) if events else None
+        self._notices = _Notices(self._say)
 
     def __enter__(self) -> RunFeed:
         if self._board is not None:
             self._board.start()
+            # The daemon's own notices (an agent paused, a ROM invalid) get a time too.
+            logging.getLogger("hivemind").addHandler(self._notices)
         return self
 
     def __exit__(self, *_: object) -> None:
         if self._board is not None:
+            logging.getLogger("hivemind").removeHandler(self._notices)
             self._board.stop()
 
     def on_cycle(self, report: CycleReport) -> None:
@@ -125,6 +130,24 @@ class RunFeed:
     def _say(self, text: Text) -> None:
         self.out.print(Text.assemble((time.strftime("%H:%M:%S"), "dim"), " ", text),
                        soft_wrap=True)
+
+
+class _Notices(logging.Handler):
+    """The runtime's warnings as feed lines (a time, in yellow), not bare stderr lines."""
+
+    def __init__(self, say: Callable[[Text], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.say = say
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except Exception:  # a bad format in a notice is no reason to lose it
+            text = str(record.msg)
+        style = "red" if record.levelno >= logging.ERROR else "yellow"
+        if record.exc_info:  # a bug of ours: its traceback, to be reported
+            text += "\n" + logging.Formatter().formatException(record.exc_info)
+        self.say(Text(text, style))
 
 
 def cycle_text(report: CycleReport) -> str:
