@@ -19,7 +19,7 @@ from hivemind.agent.audit import parse_record
 from hivemind.agent.auditfile import AUDIT_TAIL_BYTES, MAX_RECORD_BYTES, LineReader
 from hivemind.agent.record import AnyRecord
 
-_CHUNK = 256 * 1024
+_CHUNK = 64 * 1024
 
 
 class Position(NamedTuple):
