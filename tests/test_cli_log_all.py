@@ -229,3 +229,16 @@ def test_follow_prints_every_agent_one_that_starts_meanwhile_too(two: Hive) -> N
             proc.wait()
     assert proc.returncode == 0, err.decode()
     assert b"Traceback" not in err and b"KeyboardInterrupt" not in err, err.decode()
+
+
+def test_a_fifo_or_a_link_in_the_audit_folder_is_not_read(
+    app: typer.Typer, two: Hive, tmp_path: Path
+) -> None:
+    """A hive is someone else's folder: a FIFO would block the reader for ever, a link
+    would read a file from outside the hive."""
+    os.mkfifo(two.audit_path("fifo"))
+    outside = tmp_path / "secret.jsonl"
+    outside.write_text(json.dumps(said(1, "outside the hive")) + "\n")
+    two.audit_path("linked").symlink_to(outside)
+    assert texts(log(app, two)) == ["ann one", "bob one", "ann two", "bob two", "ann three"]
+    assert log(app, two, "linked").output.startswith("no audit records for linked yet")

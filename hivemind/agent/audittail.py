@@ -9,6 +9,7 @@ A reader stops `AUDIT_TAIL_BYTES` from the end whatever it found, skips a line o
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,12 +44,11 @@ class Read:
 def read_last(path: Path, count: int | None = None, since: datetime | None = None) -> Read:
     """The last `count` records of `path` (None: no limit), only those at or after `since`
     (None: any time), read backwards from the end; `at` is the end of the last whole line."""
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 (closed below; a missing file is no records)
-    except FileNotFoundError:
+    opened = _open(path)
+    if opened is None:
         return Read()
+    fh, st = opened
     with fh:
-        st = os.fstat(fh.fileno())
         end = _end_of_whole_lines(fh, st.st_size)
         out = Read(at=Position(st.st_ino, end))
         if count == 0:
@@ -82,23 +82,39 @@ def read_new(path: Path, at: Position) -> Read:
     """The records written to `path` since `at`, and where they end. A file that shrank
     or was replaced is read again from its start; at most `AUDIT_TAIL_BYTES` a call."""
     out = Read(at=at)
-    try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if st.st_ino != at.inode or st.st_size < at.offset:
-                at = Position(st.st_ino)
-            reader = LineReader(offset=at.offset, skipping=at.skipping)
-            for line in reader.lines(fh, min(st.st_size, reader.offset + AUDIT_TAIL_BYTES)):
-                rec = parse_record(line)
-                if rec is not None:
-                    out.records.append(rec)
-    except FileNotFoundError:
+    opened = _open(path)
+    if opened is None:
         return out
+    fh, st = opened
+    with fh:
+        if st.st_ino != at.inode or st.st_size < at.offset:
+            at = Position(st.st_ino)
+        reader = LineReader(offset=at.offset, skipping=at.skipping)
+        for line in reader.lines(fh, min(st.st_size, reader.offset + AUDIT_TAIL_BYTES)):
+            rec = parse_record(line)
+            if rec is not None:
+                out.records.append(rec)
     if reader.overlong:
         out.notes.append(f"{path}: skipped {reader.overlong} line(s) over "
                          f"{MAX_RECORD_BYTES} bytes")
     out.at = Position(at.inode, reader.offset, reader.skipping)
     return out
+
+
+def _open(path: Path) -> tuple[BinaryIO, os.stat_result] | None:
+    """The file open for reading, if it is a regular file; None if it is missing, a link,
+    a FIFO or a device (a log is someone else's folder: never block on it, nor read
+    through a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    fh = os.fdopen(fd, "rb")
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        fh.close()
+        return None
+    return fh, st
 
 
 def _end_of_whole_lines(fh: BinaryIO, size: int) -> int:
