@@ -106,3 +106,10 @@ def test_a_folder_inside_a_hive_is_refused_pointing_at_the_hive_not_at_init(
 def test_enclosing_hive_is_a_folder_above_never_the_folder_itself(myhive: Path) -> None:
     assert enclosing_hive(myhive) is None
     assert enclosing_hive(myhive / "workspace" / "a" / "b") == myhive
+
+
+def test_init_inside_a_hive_says_so(myhive: Path) -> None:
+    result = run("init", str(myhive / "workspace" / "sub"))
+    assert "is inside the hive" in result.output and "commands run below it now find this one" \
+        in " ".join(result.output.split())
+    assert "inside the hive" not in run("init", str(myhive.parent / "elsewhere")).output

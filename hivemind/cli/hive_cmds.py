@@ -36,6 +36,7 @@ from hivemind.hive import frontmatter
 from hivemind.hive.document import Document, parse
 from hivemind.hive.frontmatter import task_from_document
 from hivemind.hive.layout import HUMAN
+from hivemind.hive.locate import enclosing_hive
 from hivemind.hive.mailbox import BROADCAST, PostOffice
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.scaffold import EXAMPLE_AGENT, scaffold
@@ -80,6 +81,11 @@ def init_command(
     except OSError as exc:
         fail(f"{target}: cannot create the hive: {exc.strerror}")
     root = report.hive.root
+    inside = enclosing_hive(root)
+    if inside is not None and report.created:
+        err_console.print(f"[yellow]note:[/] {escape(shown_path(root))} is inside the hive "
+                          f"{escape(shown_path(inside))}: commands run below it now find this "
+                          "one", highlight=False, soft_wrap=True)
     for path in report.created:
         console.print(f"[green]created[/] {path.relative_to(root)}", highlight=False)
     for path in report.skipped:
