@@ -86,8 +86,9 @@ def test_a_run_kept_running_prints_start_up_tasks_taken_and_ended_and_the_outage
                                 env=env, cwd=ROOT, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or ()],
-                         daemon=True).start()
+        reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or ()],
+                                  daemon=True)
+        reader.start()
         seen: list[str] = []
         try:
             while not any(" done t1 " in x for x in seen):
@@ -96,7 +97,10 @@ def test_a_run_kept_running_prints_start_up_tasks_taken_and_ended_and_the_outage
                 except queue.Empty:
                     raise AssertionError(f"no 'done t1' in {WAIT} s: {seen}") from None
             proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=WAIT)
+            proc.wait(timeout=WAIT)
+            reader.join(WAIT)  # the rest of stdout, to its end: the summary
+            out = "".join(lines.get() for _ in range(lines.qsize()))
+            err = proc.stderr.read() if proc.stderr else ""
         finally:
             if proc.poll() is None:
                 proc.kill()
