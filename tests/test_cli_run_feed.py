@@ -150,3 +150,20 @@ def test_the_runtimes_notices_are_feed_lines_with_a_time(hive: Hive) -> None:
     logging.getLogger("hivemind.daemon.outage").warning("after the run: not the feed's")
     [line] = out.getvalue().splitlines()
     assert re.fullmatch(r"\d\d:\d\d:\d\d ann is paused: 401", line), line
+
+
+def test_a_scratch_runs_summary_points_at_the_scratch_copy(
+    hive: Hive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The results are in the copy: the paths and the inbox command say where."""
+    write_agent(hive, "ann")
+    write_task(hive, "t1")
+    hive.config_file.write_text("[daemon]\nsettle_time = 0.0\n")
+    monkeypatch.chdir(hive.root)
+    result = CliRunner().invoke(app, ["run", "--until-idle", "--quiet", "--offline", "--scratch"],
+                                terminal_width=300)
+    assert result.exit_code == 0, result.output
+    line = " ".join(result.output.split()).split("results: ", 1)[1]
+    assert line.startswith("1 task(s) done in .hivemind/scratch/tasks/done/;")
+    assert line.endswith("(hivemind inbox --hive .hivemind/scratch)")
+    assert not list(hive.done_dir.glob("*.md"))  # the hive itself is untouched

@@ -96,10 +96,11 @@ def results(hive: Hive) -> dict[str, Path]:
 def results_text(hive: Hive, shown_in: Hive | None, done: int, failed: int) -> Text:
     """`results: 3 task(s) in tasks/done/, files in workspace/, 2 unread for you (...)`."""
     where = results(hive)
+    same = shown_in is not None and hive.root == shown_in.root
 
     def path(key: str) -> str:
         # As the person would type it: relative to the hive they named (scratch: its path).
-        if shown_in is not None and hive.root == shown_in.root:
+        if same:
             return where[key].relative_to(hive.root).as_posix() + "/"
         return shown_path(where[key]) + "/"
 
@@ -108,7 +109,8 @@ def results_text(hive: Hive, shown_in: Hive | None, done: int, failed: int) -> T
     if failed:
         parts.append(f"{failed} failed in {path('failed')}")
     parts.append(f"what the agents wrote in {path('workspace')}")
-    parts.append(f"{unread} unread message(s) for you in {path('mail')} (hivemind inbox)"
+    inbox = "hivemind inbox" + ("" if same else f" --hive {shown_path(hive.root)}")
+    parts.append(f"{unread} unread message(s) for you in {path('mail')} ({inbox})"
                  if unread else "no unread mail for you")
     return Text.assemble(("results: ", "bold"), "; ".join(parts))
 
