@@ -92,6 +92,9 @@ class AgentConfig(AgentSettings):
     role: str = ""
     description: str = Field(default="", description="when to use it (Claude Code's): routes "
                              "tasks as `skills` do, and tells the team what it does")
+    enabled: bool = Field(
+        default=True, description="false: paused, takes no task and no mail (see `hivemind "
+        "pause` for a pause kept out of the ROM)")
     skills: list[str] = Field(default_factory=list)
     tools: list[str] | None = Field(default=None, description="allow-list; None = every tool")
     knowledge: list[str] = Field(default_factory=list, description="globs under knowledge/")

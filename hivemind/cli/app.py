@@ -11,8 +11,8 @@ from typer.core import TyperGroup
 from hivemind.errors import HivemindError, UserError
 
 # `hivemind --help` lists the commands in the order a newcomer uses them.
-ORDER = ("init", "task", "send", "run", "status", "inbox", "inspect", "log", "memory",
-         "agents", "trust")
+ORDER = ("init", "task", "send", "run", "status", "top", "inbox", "pause", "resume",
+         "inspect", "log", "memory", "agents", "trust")
 
 
 class _InOrder(TyperGroup):
@@ -66,6 +66,7 @@ from hivemind.cli import (  # noqa: E402
     log_cmd,
     memory_cmd,
     run_cmd,
+    steer_cmd,
     task_cmds,
     trust_cmd,
 )
@@ -79,6 +80,7 @@ inspect_cmd.register(app)
 memory_cmd.register(app)
 trust_cmd.register(app)
 agents_cmd.register(app)
+steer_cmd.register(app)
 
 
 def main() -> None:

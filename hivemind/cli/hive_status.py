@@ -102,7 +102,7 @@ def _lock_holder(hive: Hive) -> int | None:
     return pids[0] if pids else None
 
 
-def _daemon(hive: Hive) -> Any:
+def daemon_status(hive: Hive) -> Any:
     """status.json, with `running` checked against the process: a killed daemon (SIGKILL,
     power loss) never wrote its last status, so the file alone still says running; one
     that cannot write it (a full disk) leaves an old one saying stopped, or none."""
@@ -191,5 +191,5 @@ def hive_status(
         ],
         not_tasks=tasks_not_read(hive),
         no_agent=waiting_for_no_agent(hive, names),
-        daemon=_daemon(hive),
+        daemon=daemon_status(hive),
     )
