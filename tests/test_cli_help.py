@@ -83,7 +83,7 @@ def test_a_group_lists_its_commands_in_full(path: list[str]) -> None:
 def test_the_commands_are_listed_in_the_order_a_newcomer_uses_them() -> None:
     lines = _help([]).split("Commands:\n", 1)[1].splitlines()
     names = [line.split()[0] for line in lines if line.startswith("  ") and line.split()]
-    assert names == ["init", "task", "send", "run", "status", "inbox", "pause", "resume",
+    assert names == ["init", "task", "send", "run", "status", "top", "inbox", "pause", "resume",
                      "inspect", "log", "memory", "agents", "trust"]
 
 

@@ -70,6 +70,7 @@ from hivemind.cli import (  # noqa: E402
     task_cmds,
     trust_cmd,
 )
+from hivemind.cli.top import command as top_cmd  # noqa: E402
 
 hive_cmds.register(app)
 task_cmds.register(hive_cmds.task_app)
@@ -81,6 +82,7 @@ memory_cmd.register(app)
 trust_cmd.register(app)
 agents_cmd.register(app)
 steer_cmd.register(app)
+top_cmd.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,127 @@
+"""The end of one agent's audit log, read a little more at each refresh of `top`.
+
+The first read takes at most `FIRST_READ_BYTES` of the file's end; later ones only
+what was appended since (the log only grows; a shorter file was replaced and is
+read again from its tail). Lines are read with the bounded `LineReader`, and only
+the records `top` shows are kept, a bounded number of them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from hivemind.agent.audit import parse_record
+from hivemind.agent.auditfile import LineReader
+
+FIRST_READ_BYTES = 2 * 2**20
+"""How much of a log's end the first refresh reads (its cycles of today beyond it are
+left out of the day's tokens and cost)."""
+
+KEPT_RECORDS = 200
+"""Records kept per agent: the feed and the conversation show the newest."""
+
+SHOWN_EVENTS = frozenset(
+    {"cycle_start", "cycle", "error", "interrupted", "config_error", "config_fixed", "budget"}
+)
+
+
+@dataclass
+class DayUsage:
+    """Tokens and estimated cost of the cycles read that ran on `day` (UTC)."""
+
+    day: date | None = None
+    tokens: int = 0
+    cost: float = 0.0
+    unpriced: bool = False  # a cycle of the day had no price (an unknown model, offline)
+
+    def add(self, record: dict[str, Any], at: datetime) -> None:
+        if self.day != at.date():
+            if self.day is not None and at.date() < self.day:
+                return  # an older line (a log replaced by an older copy): not today's
+            self.day, self.tokens, self.cost, self.unpriced = at.date(), 0, 0.0, False
+        usage = record.get("usage")
+        if isinstance(usage, dict):
+            self.tokens += sum(_int(usage.get(k)) for k in (
+                "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens"))
+        cost = record.get("cost")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            self.cost += float(cost)
+        else:
+            self.unpriced = True
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def record_time(record: dict[str, Any]) -> datetime | None:
+    """The record's `at`, aware; None if it has none that reads as a time."""
+    try:
+        at = datetime.fromisoformat(str(record.get("at")))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else None
+
+
+@dataclass
+class AuditTail:
+    """What `top` keeps of one agent's audit log between refreshes."""
+
+    path: Path
+    records: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=KEPT_RECORDS))
+    usage: DayUsage = field(default_factory=DayUsage)
+    new: list[dict[str, Any]] = field(default_factory=list)  # read at the last refresh
+    holding: set[str] = field(default_factory=set)  # tasks of its last cycle start (feed)
+    _reader: LineReader | None = None
+    _ident: tuple[int, int] | None = None  # (device, inode): a new file is read anew
+
+    def refresh(self) -> None:
+        """Read what was appended since the last refresh (`new` holds it)."""
+        self.new = []
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            ident = (st.st_dev, st.st_ino)
+            reader = self._reader
+            if reader is None or ident != self._ident or st.st_size < reader.offset:
+                self.records.clear()
+                self.usage = DayUsage()
+                reader = LineReader.at_tail(fh, st.st_size, FIRST_READ_BYTES)
+                self._ident = ident
+            self._reader = reader
+            if reader.offset >= st.st_size:
+                return
+            for line in reader.lines(fh, st.st_size):
+                rec = parse_record(line)
+                if rec is None or rec.get("event") not in SHOWN_EVENTS:
+                    continue
+                at = record_time(rec)
+                if at is None:
+                    continue
+                rec["_at"] = at
+                if rec.get("event") == "cycle":
+                    self.usage.add(rec, at)
+                self.records.append(rec)
+                self.new.append(rec)
+
+    def last_said(self) -> str:
+        """The last line the model wrote (its newest cycle with text)."""
+        for rec in reversed(self.records):
+            text = rec.get("text") if rec.get("event") == "cycle" else None
+            if isinstance(text, str) and text.strip():
+                lines = [line.strip() for line in text.splitlines() if line.strip()]
+                return lines[-1]
+        return ""
+
+    def cycles(self, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` cycle records, oldest first."""
+        out = [r for r in self.records if r.get("event") == "cycle"]
+        return out[-limit:]

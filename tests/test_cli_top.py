@@ -1,0 +1,149 @@
+"""`hivemind top` through textual's headless harness, against real temporary hives."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from rich.text import Text
+from textual.widgets import DataTable, RichLog, Static
+
+from hivemind.cli.top.app import TopApp
+from hivemind.cli.top.snapshot import HiveReader
+from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.hive.layout import Hive
+from hivemind.hive.steering import paused_agents
+from hivemind.hive.tasks import TaskBoard
+from hivemind.llm.offline import OfflineProvider
+from tests.helpers import fast_config, run_until_idle, until, write_agent, write_task
+
+SIZE = (180, 50)
+
+
+def table_rows(app: TopApp, which: str) -> list[list[str]]:
+    """The rows a table shows, as plain text."""
+    table: DataTable[Text | str] = app.query_one(which, DataTable)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def agent_row(app: TopApp, name: str) -> list[str]:
+    return next(row for row in table_rows(app, "#agents") if row[0] == name)
+
+
+def header(app: TopApp) -> str:
+    return str(app.query_one("#daemon", Static).content)
+
+
+def feed(app: TopApp) -> str:
+    return "\n".join(strip.text for strip in app.query_one("#feed", RichLog).lines)
+
+
+def failed_task(hive: Hive, stem: str) -> None:
+    write_task(hive, stem, front="max_attempts: 1\n")
+    board = TaskBoard(hive, settle_time=0)
+    [ref] = [r for r in board.scan_pending() if r.id == stem]
+    held = board.claim(ref, "worker")
+    assert held is not None
+    board.fail(held, "the tool kept failing", "worker")
+
+
+async def test_without_a_daemon_top_says_so_and_shows_the_agents_stopped(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+
+    async with TopApp(hive).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "no daemon" in header(pilot.app)
+        assert "pending 1" in header(pilot.app)
+        assert agent_row(pilot.app, "worker")[1] == "stopped"
+        assert table_rows(pilot.app, "#tasks")[0][:4] == ["pending", "t1", "t1", ""]
+
+
+async def test_top_follows_a_running_daemon_to_the_end_of_its_tasks(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1", "Write a haiku about folders.")
+    write_task(hive, "t2", "Write another.")
+    daemon = Daemon(hive, fast_config(hive), OfflineProvider(), RunOptions())
+    running = asyncio.ensure_future(daemon.run())
+    try:
+        app = TopApp(hive, refresh=0.1)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(lambda: "daemon running" in header(app), "top sees the daemon")
+            await until(lambda: "done 2" in header(app), "top counts both tasks done")
+            await until(lambda: "done t2" in feed(app), "the feed shows t2 done")
+            row = agent_row(app, "worker")
+            assert row[1] == "idle"
+            assert row[5].startswith("[offline provider]")  # the last line it wrote
+            assert int(row[3].replace(",", "")) > 0  # tokens today
+            assert "works on t1" in feed(app)
+            await pilot.press("c")
+            await pilot.pause()
+            shown = "\n".join(s.text for s in pilot.app.screen.query_one(RichLog).lines)
+            assert "complete_task(task_id=t1" in shown
+    finally:
+        daemon.stop("signal")
+        await running
+
+
+async def test_the_pause_key_pauses_the_selected_agent_and_shows_it(hive: Hive) -> None:
+    write_agent(hive, "worker")
+
+    async with TopApp(hive).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        await pilot.pause()
+        assert set(paused_agents(hive)) == {"worker"}
+        assert agent_row(pilot.app, "worker")[1].startswith("paused (by human")
+        assert "worker paused by you" in feed(pilot.app)
+        await pilot.press("p")
+        await pilot.pause()
+        assert paused_agents(hive) == {}
+        assert agent_row(pilot.app, "worker")[1] == "stopped"
+
+
+async def test_the_retry_key_moves_the_selected_failed_task_back(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    failed_task(hive, "t1")
+
+    async with TopApp(hive).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert table_rows(pilot.app, "#tasks")[0][:3] == ["failed", "t1",
+                                                          "the tool kept failing"]
+        await pilot.press("tab", "r")
+        await pilot.pause()
+        assert (hive.tasks_dir / "t1.md").exists()
+        assert not (hive.failed_dir / "t1.md").exists()
+        assert table_rows(pilot.app, "#tasks")[0][:2] == ["pending", "t1"]
+        assert "retried t1" in feed(pilot.app)
+
+
+async def test_the_retry_key_on_a_task_not_failed_moves_nothing(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+
+    async with TopApp(hive).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("tab", "r")
+        await pilot.pause()
+        assert (hive.tasks_dir / "t1.md").exists()
+        assert table_rows(pilot.app, "#tasks")[0][:2] == ["pending", "t1"]
+
+
+def test_a_snapshot_reads_only_what_was_appended_since_the_last(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1")
+    run_until_idle(hive)
+    reader = HiveReader(hive)
+    first = reader.snapshot()
+    assert [e.text for e in first.feed if e.kind == "done"] == ["done t1"]
+
+    with hive.audit_path("worker").open("a") as fh:
+        fh.write(json.dumps({"event": "cycle", "at": "2099-01-01T00:00:00+00:00",
+                             "tool_calls": "not a list", "effects": {"tasks_failed": ["t9"]},
+                             "text": "line one\nthe last line"}) + "\n")
+        fh.write("{torn")
+    second = reader.snapshot()
+
+    assert [e.text for e in second.feed if e.kind in ("done", "failed")] == [
+        "done t1", "failed t9"]
+    assert second.agents[0].said == "the last line"
