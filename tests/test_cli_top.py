@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 
 from rich.text import Text
 from textual.widgets import DataTable, RichLog, Static
@@ -147,3 +148,22 @@ def test_a_snapshot_reads_only_what_was_appended_since_the_last(hive: Hive) -> N
     assert [e.text for e in second.feed if e.kind in ("done", "failed")] == [
         "done t1", "failed t9"]
     assert second.agents[0].said == "the last line"
+
+
+def test_the_days_tokens_and_cost_count_every_cycle_of_a_long_log(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    today = datetime.now(UTC)
+    yesterday = (today - timedelta(days=1)).isoformat()
+    lines = [{"event": "cycle", "at": yesterday, "usage": {"input_tokens": 999},
+              "cost": 9.0}]
+    lines += [{"event": "cycle", "at": today.isoformat(), "cycle": n,
+               "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_tokens": 5},
+               "cost": 0.25, "tool_calls": [{"name": "recall", "input": {
+                   "usage": {"input_tokens": 7}}}]} for n in range(120)]
+    hive.audit_path("worker").parent.mkdir(parents=True, exist_ok=True)
+    hive.audit_path("worker").write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+    [row] = HiveReader(hive).snapshot().agents
+
+    assert row.tokens_today == 120 * 125  # yesterday's cycle and a tool's input not counted
+    assert row.cost_today == 120 * 0.25

@@ -9,9 +9,11 @@ module without a terminal.
 
 from __future__ import annotations
 
+import heapq
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -89,6 +91,7 @@ class HiveReader:
         self.feed: list[FeedEvent] = []
         self._roms: dict[str, tuple[int, int] | None] = {}
         self._registry: RomRegistry | None = None
+        self.folders = FolderCache()
         self._noted: list[FeedEvent] = []
         self._noting = threading.Lock()
 
@@ -128,7 +131,7 @@ class HiveReader:
         with self._noting:
             noted, self._noted = self._noted, []
         self._add_events([*events, *noted])
-        counts, newest = _tasks(hive)
+        counts, newest = _tasks(hive, self.folders)
         return TopSnapshot(
             root=str(hive.root), daemon=_daemon_line(daemon), agents=tuple(rows),
             counts=counts, tasks=tuple(newest), feed=tuple(self.feed),
@@ -228,42 +231,84 @@ def _md_names(folder: Path) -> list[str]:
         return []
 
 
-def _folders(hive: Hive, state: str) -> list[tuple[Path, str]]:
+def _folders(hive: Hive, state: str) -> list[tuple[str, str]]:
     if state == "active":
         try:
-            return [(Path(e.path), e.name) for e in os.scandir(hive.active_dir)
+            return [(e.path, e.name) for e in os.scandir(hive.active_dir)
                     if e.is_dir(follow_symlinks=False)]
         except OSError:
             return []
     folder = {"pending": hive.tasks_dir, "failed": hive.failed_dir, "done": hive.done_dir,
               "rejected": hive.rejected_dir}[state]
-    return [(folder, "")]
+    return [(os.fspath(folder), "")]
 
 
-def _tasks(hive: Hive) -> tuple[dict[str, int], list[TaskLine]]:
+RACY = 2.0
+"""Seconds within which a folder's mtime may hide a later change (a coarse clock):
+such a folder is listed again, whatever its mtime says."""
+
+
+@dataclass
+class _Listing:
+    """One task folder as last listed: its mtime, how many tasks, the newest."""
+
+    mtime_ns: int
+    count: int
+    newest: list[tuple[float, str]]
+
+
+class FolderCache:
+    """Task folders listed again only when their mtime changed (a task came or went:
+    the board moves whole files in and out, by renames)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, _Listing] = {}
+
+    def listing(self, folder: str, keep: int) -> _Listing | None:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            self._seen.pop(folder, None)
+            return None
+        known = self._seen.get(folder)
+        fresh = time.time() - st.st_mtime > RACY
+        if known is not None and known.mtime_ns == st.st_mtime_ns and fresh \
+                and len(known.newest) >= min(keep, known.count):
+            return known
+        try:
+            scan = list(os.scandir(folder))
+        except OSError:
+            return None
+        entries: list[tuple[float, str]] = []
+        for e in scan:
+            if not e.name.endswith(".md") or e.name.startswith("."):
+                continue
+            try:
+                est = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(est.st_mode):
+                entries.append((est.st_mtime, e.path))
+        listing = _Listing(st.st_mtime_ns, len(entries), heapq.nlargest(keep, entries))
+        self._seen[folder] = listing
+        return listing
+
+
+def _tasks(hive: Hive, cache: FolderCache) -> tuple[dict[str, int], list[TaskLine]]:
     """How many tasks each state has, and its newest (only those files are read)."""
     counts: dict[str, int] = {}
     lines: list[TaskLine] = []
     for state in STATES:
-        entries: list[tuple[float, Path, str]] = []
+        entries: list[tuple[float, str, str]] = []
+        count = 0
         for folder, holder in _folders(hive, state):
-            try:
-                scan = list(os.scandir(folder))
-            except OSError:
-                continue
-            for e in scan:
-                if not e.name.endswith(".md") or e.name.startswith("."):
-                    continue
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if not stat.S_ISDIR(st.st_mode):
-                    entries.append((st.st_mtime, Path(e.path), holder))
-        counts[state] = len(entries)
-        entries.sort(key=lambda t: t[0], reverse=True)
-        for mtime, path, holder in entries[: NEWEST[state]]:
-            lines.append(_line(state, path, holder, mtime))
+            listing = cache.listing(folder, NEWEST[state])
+            if listing is not None:
+                count += listing.count
+                entries.extend((mtime, path, holder) for mtime, path in listing.newest)
+        counts[state] = count
+        for mtime, path, holder in heapq.nlargest(NEWEST[state], entries):
+            lines.append(_line(state, Path(path), holder, mtime))
     return counts, lines
 
 
