@@ -69,6 +69,7 @@ async def test_top_follows_a_running_daemon_to_the_end_of_its_tasks(hive: Hive) 
     try:
         app = TopApp(hive, refresh=0.1)
         async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()  # mounted
             await until(lambda: "daemon running" in header(app), "top sees the daemon")
             await until(lambda: "done 2" in header(app), "top counts both tasks done")
             await until(lambda: "done t2" in feed(app), "the feed shows t2 done")

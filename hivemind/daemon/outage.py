@@ -119,15 +119,16 @@ def pause_if_refused(services: HiveServices, runner: AgentRunner, report: CycleR
     runner.paused_rom = rom_version(services.hive, name)
     released = give_back(services, name)
     back = f"; its tasks are back in tasks/: {', '.join(released)}" if released else ""
-    logger.warning("%s is paused until its ROM is edited or the daemon restarts: %s%s",
-                   name, runner.model_pause, back)
+    logger.warning("%s is paused until its ROM is edited, the daemon restarts or "
+                   "`hivemind resume %s`: %s%s", name, name, runner.model_pause, back)
     with contextlib.suppress(OSError):  # the console line and status.json still say it
         services.post.send(
             name, HUMAN, f"[paused] {name}: the model API refused it",
             f"{name} is paused: {runner.model_pause}\n\nIts tasks went back to tasks/ for "
             "the other agents" + (f" ({', '.join(released)})" if released else "")
             + "; tasks assigned to it wait. Fix the key (or the ROM's `model:`), then "
-            f"edit agents/{name}/ROM.md or restart the daemon: {name} resumes.",
+            f"edit agents/{name}/ROM.md, restart the daemon or run `hivemind resume {name}`: "
+            f"{name} resumes.",
         )
     return True
 
@@ -151,7 +152,10 @@ def agent_state(runner: AgentRunner, final: bool = False) -> str:
     if runner.busy:
         return "thinking"
     if runner.model_pause is not None:
-        return "paused (the model API refused it; edit its ROM or restart to resume)"
+        return ("paused (the model API refused it; edit its ROM, restart or `hivemind resume` "
+                "to resume)")
+    if runner.steer_pause is not None:
+        return f"paused ({runner.steer_pause})"
     if final and runner.model_wait_since is not None:
         return f"stopped {WAITING}"
     waiting = waiting_text(runner)
@@ -159,4 +163,4 @@ def agent_state(runner: AgentRunner, final: bool = False) -> str:
         return waiting
     if agent.last_error:
         return "error"
-    return "paused" if agent.budget.paused_today() else "idle"
+    return "paused (its daily token budget is spent)" if agent.budget.paused_today() else "idle"

@@ -37,3 +37,4 @@ class AgentRunner:
     model_wait_since: float | None = None  # (monotonic) first try the model service failed
     model_pause: str | None = None  # why the model API refused it (see `outage`): no cycles
     paused_rom: str = ""  # its ROM's version then: an edit lifts the pause
+    steer_pause: str | None = None  # why a person paused it (see `pausing`): no cycles

@@ -82,8 +82,8 @@ def read_pause(path: Path) -> PauseRecord | None:
         return None
 
 
-def paused_agents(hive: Hive) -> dict[str, PauseRecord]:
-    """The agents a person paused now, each with its record."""
+def pause_records(hive: Hive) -> dict[str, PauseRecord]:
+    """Every agent's pause record (paused or resumed), by agent."""
     out: dict[str, PauseRecord] = {}
     try:
         entries = list(os.scandir(pauses_dir(hive)))
@@ -93,9 +93,14 @@ def paused_agents(hive: Hive) -> dict[str, PauseRecord]:
         if not entry.name.endswith(".json") or entry.name.startswith("."):
             continue
         record = read_pause(Path(entry.path))
-        if record is not None and record.paused and record.agent == entry.name[:-5]:
+        if record is not None and record.agent == entry.name[:-5]:
             out[record.agent] = record
     return out
+
+
+def paused_agents(hive: Hive) -> dict[str, PauseRecord]:
+    """The agents a person paused now, each with its record."""
+    return {name: r for name, r in pause_records(hive).items() if r.paused}
 
 
 def pauses_version(hive: Hive) -> tuple[int, int] | None:
