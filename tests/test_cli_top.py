@@ -168,3 +168,22 @@ def test_the_days_tokens_and_cost_count_every_cycle_of_a_long_log(hive: Hive) ->
 
     assert row.tokens_today == 120 * 125  # yesterday's cycle and a tool's input not counted
     assert row.cost_today == 120 * 0.25
+
+
+async def test_escape_sequences_in_files_and_model_text_never_reach_the_terminal(
+    hive: Hive,
+) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1", front="title: \"Evil \\e[2J\\e]0;pwned\\a title\"\n")
+    hive.audit_path("worker").parent.mkdir(parents=True, exist_ok=True)
+    hive.audit_path("worker").write_text(json.dumps({
+        "event": "cycle", "at": datetime.now(UTC).isoformat(), "cycle": 1,
+        "text": "ok\n\x1b[31mred\x07", "tool_calls": [{"name": "x\x1b", "input": {}}]}) + "\n")
+
+    async with TopApp(hive).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        shown = [*table_rows(pilot.app, "#tasks")[0], *agent_row(pilot.app, "worker"),
+                 feed(pilot.app)]
+        assert not any("\x1b" in cell or "\x07" in cell for cell in shown)
+        assert "Evil ?[2J?]0;pwned? title" in shown
+        assert agent_row(pilot.app, "worker")[5] == "?[31mred?"

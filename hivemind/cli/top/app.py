@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, RichLog, Static
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
-from hivemind.cli.top.feed import FeedEvent, turns
+from hivemind.cli.top.feed import FeedEvent, printable, turns
 from hivemind.cli.top.snapshot import HiveReader, TopSnapshot
 from hivemind.errors import UserError
 from hivemind.hive import steering
@@ -124,7 +124,8 @@ class TopApp(App[None]):
         self.shown = snap
         counts = "  ".join(f"{state} {n:,}" for state, n in snap.counts.items())
         style = "green" if snap.daemon.running else "yellow"
-        header = Text.assemble((snap.root, "bold"), "  ", (snap.daemon.text, style), "\n",
+        header = Text.assemble((printable(snap.root), "bold"), "  ",
+                               (printable(snap.daemon.text), style), "\n",
                                "tasks: ", counts)
         self.query_one("#daemon", Static).update(header)
         self._draw_agents(snap)
@@ -138,10 +139,10 @@ class TopApp(App[None]):
         for a in snap.agents:
             state = Text(a.state, style=_STATE_STYLE.get(a.state, ""))
             if a.detail:
-                state.append(f" ({a.detail})", style="dim")
+                state.append(f" ({printable(a.detail)})", style="dim")
             cost = "—" if a.cost_today is None else f"${a.cost_today:.4f}"
-            table.add_row(a.name, state, ", ".join(a.tasks) or "—", f"{a.tokens_today:,}",
-                          cost, Text(a.said[:120]), key=a.name)
+            table.add_row(printable(a.name), state, printable(", ".join(a.tasks)) or "—",
+                          f"{a.tokens_today:,}", cost, Text(printable(a.said[:120])), key=a.name)
         _reselect(table, keep)
 
     def _draw_tasks(self, snap: TopSnapshot) -> None:
@@ -150,11 +151,12 @@ class TopApp(App[None]):
         table.clear()
         now = datetime.now(UTC)
         for t in snap.tasks:
-            what = Text(t.problem, style="red") if t.problem else Text(t.title)
+            what = (Text(printable(t.problem), style="red") if t.problem
+                    else Text(printable(t.title)))
             changed = t.changed_at.astimezone()
             when = changed.strftime("%H:%M:%S" if (now - t.changed_at).days < 1 else "%Y-%m-%d")
-            table.add_row(Text(t.state, style=_TASK_STYLE.get(t.state, "")), t.id, what,
-                          t.agent, when, key=f"{t.state}/{t.id}")
+            table.add_row(Text(t.state, style=_TASK_STYLE.get(t.state, "")), printable(t.id),
+                          what, printable(t.agent), when, key=f"{t.state}/{t.id}")
         _reselect(table, keep)
 
     def _draw_feed(self, feed: tuple[FeedEvent, ...]) -> None:
@@ -165,8 +167,9 @@ class TopApp(App[None]):
             drawn = 0
         for e in feed[drawn:]:
             log.write(Text.assemble(
-                (e.at.astimezone().strftime("%H:%M:%S "), "dim"), (f"{e.agent} ", "bold"),
-                (e.text, _KIND_STYLE.get(e.kind, "")),
+                (e.at.astimezone().strftime("%H:%M:%S "), "dim"),
+                (f"{printable(e.agent)} ", "bold"),
+                (printable(e.text), _KIND_STYLE.get(e.kind, "")),
             ))
         self._fed = feed
 

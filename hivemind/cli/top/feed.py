@@ -7,6 +7,7 @@ it is shown, and everything shown is cut to one short line.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,11 +28,20 @@ class FeedEvent:
     text: str
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters (an escape sequence a model or a file put
+    there) shown as `?`, never sent to the terminal."""
+    return _CONTROL.sub("?", text)
+
+
 def one_line(value: object, limit: int) -> str:
     """`value` (text, or anything JSON shows) on one line of at most `limit` characters."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                            default=str)
-    flat = " ".join(text.split())
+    flat = printable(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -109,7 +119,7 @@ def turns(records: Iterable[dict[str, Any]]) -> list[str]:
         out.append(f"── cycle {rec.get('cycle')} at {at.astimezone():%H:%M:%S} · {tasks}")
         text = rec.get("text")
         if isinstance(text, str) and text.strip():
-            out.extend(f"  {line}" for line in text.strip().splitlines())
+            out.extend(f"  {printable(line)}" for line in text.strip().splitlines())
         for call in _calls(rec):
             out.append(f"  ▸ {call_line(call)}")
         if rec.get("error"):
