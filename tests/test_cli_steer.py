@@ -97,6 +97,7 @@ def test_retry_moves_a_failed_task_back_with_its_history_and_attempts_afresh(
     task = read_task(back)
     assert (task.status, task.attempts, task.agent, task.finished_at) == (
         TaskState.PENDING, 0, None, None)
+    assert task.retried_at is not None  # its ceilings' counts start again from then
     text = back.read_text()
     assert "## Attempt 1 failed\n\nthe API was down" in text
     assert "## Retried" in text and "after 1 attempt(s)" in text

@@ -81,6 +81,9 @@ class Task(BaseModel):
     created_at: datetime | None = None
     claimed_at: datetime | None = None
     finished_at: datetime | None = None
+    # Set by `hivemind task retry`: its attempts, and its ceilings' counts (tokens,
+    # rounds, idle turns), start again from then.
+    retried_at: datetime | None = None
     body: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)
 

@@ -40,7 +40,7 @@ PAUSES = "pauses"
 
 _PAUSE_BYTES = 4096
 # The fields a retry resets: the runtime's, as a failure wrote them.
-_RETRY_FIELDS = ("status", "agent", "attempts", "claimed_at", "finished_at")
+_RETRY_FIELDS = ("status", "agent", "attempts", "claimed_at", "finished_at", "retried_at")
 
 
 class PauseRecord(BaseModel):
@@ -188,6 +188,7 @@ def _retried_text(text: str, path: Path, task: Task, note: str) -> str:
     """The file's text with the runtime's fields as for a new task, and `## Retried`."""
     fresh = task.model_copy(update={"status": TaskState.PENDING, "agent": None, "attempts": 0,
                                     "claimed_at": None, "finished_at": None,
+                                    "retried_at": utcnow(),
                                     "body": append_section(task.body, "Retried", note)})
     return ended_text(text, path, fresh, _RETRY_FIELDS, "Retried", note)
 
