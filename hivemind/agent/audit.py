@@ -12,8 +12,8 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Iterator
-from datetime import datetime
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -260,17 +260,37 @@ class AuditLog:
             warned.add(rec.warned)
         return warned
 
-    def usage_since(self, since: datetime) -> tuple[int, dict[str, int]]:
-        """Tokens spent since `since` in all, and per task (for budgets after a restart)."""
+    def usage_since(
+        self, since: datetime, task_since: Mapping[str, datetime] | None = None
+    ) -> tuple[int, dict[str, int]]:
+        """Tokens spent since `since` in all, and per task (for budgets after a restart);
+        a task of `task_since` (a retried one) counts only from its time there."""
         total = 0
         per_task: dict[str, int] = {}
+        starts = task_since or {}
         for rec in self.records():
             if not isinstance(rec, CycleRecord):
                 continue
             spent = rec.tokens
-            for tid in rec.tasks:
-                per_task[tid] = per_task.get(tid, 0) + spent
             at = rec.time
+            for tid in rec.tasks:
+                start = starts.get(tid)
+                if start is not None and (at is None or not at_or_after(at, start)):
+                    continue
+                per_task[tid] = per_task.get(tid, 0) + spent
             if at is not None and at >= since:
                 total += spent
         return total, per_task
+
+
+def at_or_after(at: object, start: datetime) -> bool:
+    """True if a record's `at` is a time at or after `start` (naive times taken as UTC)."""
+    try:
+        when = at if isinstance(at, datetime) else datetime.fromisoformat(str(at))
+    except ValueError:
+        return False
+
+    def aware(t: datetime) -> datetime:
+        return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+    return aware(when) >= aware(start)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
@@ -29,6 +30,19 @@ class BudgetTracker:
     per_task: dict[str, int] = field(default_factory=dict)
     day: date = field(default_factory=lambda: utcnow().date())
     warned: set[str] = field(default_factory=set)
+    retried: dict[str, datetime] = field(default_factory=dict)  # each task's `retried_at` seen
+
+    def restart_retried(self, held: Mapping[str, datetime | None]) -> list[str]:
+        """Held tasks retried (`hivemind task retry`) since this tracker last saw them
+        count their tokens from zero again; their ids. (After a restart, `recover`
+        restores each one's count since its retry and notes its time here.)"""
+        restarted = []
+        for tid, at in held.items():
+            if at is not None and self.retried.get(tid) != at:
+                self.retried[tid] = at
+                if self.per_task.pop(tid, None) is not None:
+                    restarted.append(tid)
+        return restarted
 
     def record(self, tokens: int, task_ids: list[str], now: datetime | None = None) -> None:
         self._roll(now)

@@ -9,10 +9,12 @@ progress (no tool call not made before, the loop breaker's rule) count; past
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from hivemind.agent.audit import at_or_after
 from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.record import AuditRecord, CycleRecord, TrackRecord
 from hivemind.agent.services import HiveServices
@@ -96,14 +98,19 @@ class HeldWork:
                                  children=sorted(t.children))
                 for tid, t in self.tracks.items()}
 
-    def restore(self, records: Iterable[AuditRecord], held: dict[str, int]) -> None:
+    def restore(self, records: Iterable[AuditRecord], held: dict[str, int],
+                retried: Mapping[str, datetime] | None = None) -> None:
         """After a restart: each held task's track as the last cycle record of its
         current attempt left it, so its ceilings and what it waits for outlive the
-        daemon (a retried task starts afresh)."""
+        daemon (a retried task starts afresh: records older than its `retried` time
+        are not its own)."""
         self.mirrored = None  # its cycles run here from now on (a worker's came home)
+        since = retried or {}
         for rec in records:
             for tid, t in rec.held.items() if isinstance(rec, CycleRecord) else ():
                 if t.attempt != held.get(tid, -1):
+                    continue
+                if tid in since and (rec.time is None or not at_or_after(rec.time, since[tid])):
                     continue
                 self.tracks[tid] = TaskTrack(
                     attempt=held[tid], idle=t.idle, rounds=t.rounds, waits=t.waits or None,
