@@ -12,7 +12,8 @@ from textual.widgets import DataTable, RichLog, Static
 from hivemind.cli.top.app import TopApp
 from hivemind.cli.top.snapshot import HiveReader
 from hivemind.daemon.daemon import Daemon, RunOptions
-from hivemind.hive.layout import Hive
+from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.steering import paused_agents
 from hivemind.hive.tasks import TaskBoard
 from hivemind.llm.offline import OfflineProvider
@@ -51,12 +52,14 @@ def failed_task(hive: Hive, stem: str) -> None:
 async def test_without_a_daemon_top_says_so_and_shows_the_agents_stopped(hive: Hive) -> None:
     write_agent(hive, "worker")
     write_task(hive, "t1")
+    PostOffice(hive).send(HUMAN, "worker", "hello", "Are you there?")
 
     async with TopApp(hive).run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert "no daemon" in header(pilot.app)
         assert "pending 1" in header(pilot.app)
         assert agent_row(pilot.app, "worker")[1] == "stopped"
+        assert agent_row(pilot.app, "worker")[3] == "1"  # unread mail
         assert table_rows(pilot.app, "#tasks")[0][:4] == ["pending", "t1", "t1", ""]
 
 
@@ -75,8 +78,8 @@ async def test_top_follows_a_running_daemon_to_the_end_of_its_tasks(hive: Hive) 
             await until(lambda: "done t2" in feed(app), "the feed shows t2 done")
             row = agent_row(app, "worker")
             assert row[1] == "idle"
-            assert row[5].startswith("[offline provider]")  # the last line it wrote
-            assert int(row[3].replace(",", "")) > 0  # tokens today
+            assert row[6].startswith("[offline provider]")  # the last line it wrote
+            assert int(row[4].replace(",", "")) > 0  # tokens today
             assert "works on t1" in feed(app)
             await pilot.press("c")
             await pilot.pause()
@@ -186,4 +189,4 @@ async def test_escape_sequences_in_files_and_model_text_never_reach_the_terminal
                  feed(pilot.app)]
         assert not any("\x1b" in cell or "\x07" in cell for cell in shown)
         assert "Evil ?[2J?]0;pwned? title" in shown
-        assert agent_row(pilot.app, "worker")[5] == "?[31mred?"
+        assert agent_row(pilot.app, "worker")[6] == "?[31mred?"

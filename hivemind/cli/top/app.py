@@ -101,8 +101,8 @@ class TopApp(App[None]):
 
     async def on_mount(self) -> None:
         agents = self.query_one("#agents", DataTable)
-        agents.add_columns("agent", "state", "task in hand", "tokens today", "cost today",
-                           "last said")
+        agents.add_columns("agent", "state", "task in hand", "mail", "tokens today",
+                           "cost today", "last said")
         tasks = self.query_one("#tasks", DataTable)
         tasks.add_columns("state", "id", "title / reason", "agent", "changed")
         await self.refresh_now()
@@ -142,7 +142,8 @@ class TopApp(App[None]):
                 state.append(f" ({printable(a.detail)})", style="dim")
             cost = "—" if a.cost_today is None else f"${a.cost_today:.4f}"
             table.add_row(printable(a.name), state, printable(", ".join(a.tasks)) or "—",
-                          f"{a.tokens_today:,}", cost, Text(printable(a.said[:120])), key=a.name)
+                          str(a.unread or ""), f"{a.tokens_today:,}", cost,
+                          Text(printable(a.said[:120])), key=a.name)
         _reselect(table, keep)
 
     def _draw_tasks(self, snap: TopSnapshot) -> None:
@@ -153,6 +154,8 @@ class TopApp(App[None]):
         for t in snap.tasks:
             what = (Text(printable(t.problem), style="red") if t.problem
                     else Text(printable(t.title)))
+            if t.waits:
+                what.append(f" (waits: {printable(t.waits)})", style="yellow")
             changed = t.changed_at.astimezone()
             when = changed.strftime("%H:%M:%S" if (now - t.changed_at).days < 1 else "%Y-%m-%d")
             table.add_row(Text(t.state, style=_TASK_STYLE.get(t.state, "")), printable(t.id),

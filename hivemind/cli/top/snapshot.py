@@ -15,7 +15,7 @@ import stat
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from hivemind.hive.config import load_config
 from hivemind.hive.filenames import shown
 from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
+from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.quarantine import read_reason
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.status import daemon_status
@@ -56,6 +57,7 @@ class AgentRow:
     state: str  # idle, thinking, waiting, paused, error, stopped
     detail: str  # why (paused by whom, the error, the wait) or ""
     tasks: tuple[str, ...]  # the ids of the tasks it holds
+    unread: int  # messages waiting in its mailbox's new/
     said: str  # the last line the model wrote
     tokens_today: int
     cost_today: float | None  # None: no price known for a cycle of today
@@ -69,6 +71,7 @@ class TaskLine:
     agent: str
     changed_at: datetime
     problem: str = ""
+    waits: str = ""  # why a pending task is not taken (the daemon's waiting list)
 
 
 @dataclass(frozen=True)
@@ -126,12 +129,17 @@ class HiveReader:
                 tokens = max(tokens, a["tokens_today"])  # the daemon's count is whole
             cost = None if tail.usage.unpriced and not tail.usage.cost else tail.usage.cost
             rows.append(AgentRow(name=name, state=state, detail=detail,
-                                 tasks=tuple(held.get(name, ())), said=tail.last_said(),
+                                 tasks=tuple(held.get(name, ())),
+                                 unread=Mailbox(hive, name).count_unread(),
+                                 said=tail.last_said(),
                                  tokens_today=tokens, cost_today=cost))
         with self._noting:
             noted, self._noted = self._noted, []
         self._add_events([*events, *noted])
         counts, newest = _tasks(hive, self.folders)
+        waits = _waiting(daemon) if running else {}
+        newest = [replace(t, waits=waits.get(t.id, "")) if t.state == "pending" else t
+                  for t in newest]
         return TopSnapshot(
             root=str(hive.root), daemon=_daemon_line(daemon), agents=tuple(rows),
             counts=counts, tasks=tuple(newest), feed=tuple(self.feed),
@@ -192,6 +200,16 @@ def _state(a: dict[str, Any] | None, running: bool, pause: PauseRecord | None,
     if raw == "error" or a.get("config_error"):
         return "error", str(error or "")
     return (raw or "idle"), ""
+
+
+def _waiting(d: Any) -> dict[str, str]:
+    """Why each pending task the daemon lists waits (`waiting_tasks` of status.json)."""
+    items = d.get("waiting_tasks") if isinstance(d, dict) else None
+    out: dict[str, str] = {}
+    for item in items if isinstance(items, list) else ():
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            out[item["id"]] = str(item.get("why") or "")
+    return out
 
 
 def _daemon_line(d: Any) -> DaemonLine:
