@@ -85,6 +85,10 @@ async def test_top_follows_a_running_daemon_to_the_end_of_its_tasks(hive: Hive) 
             await pilot.pause()
             shown = "\n".join(s.text for s in pilot.app.screen.query_one(RichLog).lines)
             assert "complete_task(task_id=t1" in shown
+            await pilot.pause(0.35)  # refreshes go on beneath the conversation
+            await pilot.press("escape")
+            await pilot.pause()
+            assert "done 2" in header(app)
     finally:
         daemon.stop("signal")
         await running
