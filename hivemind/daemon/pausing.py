@@ -72,6 +72,8 @@ class PauseWatch:
                 runner.model_pause = None
                 runner.failures = 0
                 # What it saw when refused is the same on disk now: it looks again.
+                if runner.worker is not None:
+                    runner.worker.look_again(name)
                 runner.agent.seen.clear()
                 runner.wake.set()
                 self.daemon.forget_configs()

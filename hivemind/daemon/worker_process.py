@@ -205,6 +205,8 @@ class _WorkerHost:
                     task.add_done_callback(self.cycles.discard)
                 elif message[0] == "stop":
                     self._stop(message[1])
+                elif message[0] == "look_again" and message[1] in self.agents:
+                    self.agents[message[1]].seen.clear()  # resumed: see `pausing`
                 elif message[0] == "load":  # a move made elsewhere (a claim by the lead)
                     self.board.moved_elsewhere(message[1], message[2])
                     self.figures.moved()

@@ -188,6 +188,12 @@ class WorkerLink:
         if ready and self.alive and not self._stop_sent:
             self._send(("load", agent, delta))
 
+    def look_again(self, agent: str) -> None:
+        """Have the worker's `agent` forget what it has seen, so that its next cycle runs
+        on what is there (it was paused, and `hivemind resume` lifted the pause)."""
+        if self.alive and not self._stop_sent:
+            self._send(("look_again", agent))
+
     def _send(self, message: tuple[Any, ...]) -> None:
         try:
             self._conn.send(message)
