@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from rich.text import Text
 from textual.widgets import DataTable, RichLog, Static
 
@@ -194,3 +196,39 @@ async def test_escape_sequences_in_files_and_model_text_never_reach_the_terminal
         assert not any("\x1b" in cell or "\x07" in cell for cell in shown)
         assert "Evil ?[2J?]0;pwned? title" in shown
         assert agent_row(pilot.app, "worker")[6] == "?[31mred?"
+
+
+@pytest.mark.parametrize(
+    ("runtime", "state", "detail"),
+    [
+        ({"state": "thinking"}, "thinking", ""),
+        ({"state": "waiting for the model service, next try in 8 s"}, "waiting",
+         "waiting for the model service, next try in 8 s"),
+        ({"state": "paused (its daily token budget is spent)"}, "paused",
+         "its daily token budget is spent"),
+        ({"state": "error", "last_error": "OSError: disk"}, "error", "OSError: disk"),
+        ({"state": "idle"}, "idle", ""),
+        ("not a dict", "idle", "not run by this daemon"),
+    ],
+    ids=["thinking", "waiting", "paused", "error", "idle", "hostile"],
+)
+def test_an_agents_state_is_read_from_the_running_daemons_status(
+    hive: Hive, runtime: object, state: str, detail: str
+) -> None:
+    write_agent(hive, "worker")
+    hive.status_file.write_text(json.dumps({
+        "pid": os.getpid(), "running": True, "agents": {"worker": runtime}}))
+
+    [row] = HiveReader(hive).snapshot().agents
+
+    assert (row.state, row.detail) == (state, detail)
+
+
+def test_a_status_file_that_is_no_object_says_the_daemon_state_is_unknown(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    hive.status_file.write_text("[1, 2]")
+
+    snap = HiveReader(hive).snapshot()
+
+    assert snap.daemon.text.startswith("daemon state unknown")
+    assert snap.agents[0].state == "stopped"
