@@ -105,11 +105,12 @@ async def test_the_pause_key_pauses_the_selected_agent_and_shows_it(hive: Hive) 
         await pilot.pause()
         assert set(paused_agents(hive)) == {"worker"}
         assert agent_row(pilot.app, "worker")[1].startswith("paused (by human")
-        assert "worker paused by you" in feed(pilot.app)
+        assert "worker paused by human" in feed(pilot.app)
         await pilot.press("p")
         await pilot.pause()
         assert paused_agents(hive) == {}
         assert agent_row(pilot.app, "worker")[1] == "stopped"
+        assert "worker resumed" in feed(pilot.app)
 
 
 async def test_the_retry_key_moves_the_selected_failed_task_back(hive: Hive) -> None:
@@ -232,3 +233,20 @@ def test_a_status_file_that_is_no_object_says_the_daemon_state_is_unknown(hive: 
 
     assert snap.daemon.text.startswith("daemon state unknown")
     assert snap.agents[0].state == "stopped"
+
+
+def test_tasks_that_fail_or_are_rejected_between_snapshots_are_in_the_feed(
+    hive: Hive,
+) -> None:
+    write_agent(hive, "worker")
+    reader = HiveReader(hive)
+    reader.snapshot()
+
+    failed_task(hive, "t1")  # failed by the board, with no cycle record telling of it
+    (hive.rejected_dir / "bad.md").write_text("---\n")
+    (hive.rejected_dir / "bad.md.reason").write_text("line 1: no closing ---\n")
+    snap = reader.snapshot()
+
+    told = [(e.agent, e.kind, e.text) for e in snap.feed]
+    assert ("worker", "failed", "failed t1: the tool kept failing") in told
+    assert ("board", "failed", "rejected bad: line 1: no closing ---") in told

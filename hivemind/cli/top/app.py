@@ -196,8 +196,7 @@ class TopApp(App[None]):
         except UserError as exc:
             self.notify(str(exc), severity="error")
             return
-        self._note(agent, f"{done} by you")
-        self.notify(f"{done} {agent}")
+        self.notify(f"{done} {agent}")  # (the feed tells it from the pause file)
         await self.refresh_now()
 
     async def action_retry(self) -> None:

@@ -97,6 +97,8 @@ class HiveReader:
         self.folders = FolderCache()
         self._noted: list[FeedEvent] = []
         self._noting = threading.Lock()
+        self._pauses: dict[str, PauseRecord] | None = None  # at the last snapshot
+        self._ended: set[tuple[str, str]] | None = None  # failed and rejected shown then
 
     def note(self, event: FeedEvent) -> None:
         """An event of `top` itself (a pause, a retry): in the feed from the next
@@ -133,10 +135,12 @@ class HiveReader:
                                  unread=Mailbox(hive, name).count_unread(),
                                  said=tail.last_said(),
                                  tokens_today=tokens, cost_today=cost))
+        events.extend(self._pause_events(pauses))
+        counts, newest = _tasks(hive, self.folders)
+        events.extend(self._ended_events(newest, events))
         with self._noting:
             noted, self._noted = self._noted, []
         self._add_events([*events, *noted])
-        counts, newest = _tasks(hive, self.folders)
         waits = _waiting(daemon) if running else {}
         newest = [replace(t, waits=waits.get(t.id, "")) if t.state == "pending" else t
                   for t in newest]
@@ -144,6 +148,34 @@ class HiveReader:
             root=str(hive.root), daemon=_daemon_line(daemon), agents=tuple(rows),
             counts=counts, tasks=tuple(newest), feed=tuple(self.feed),
         )
+
+    def _pause_events(self, pauses: dict[str, PauseRecord]) -> list[FeedEvent]:
+        """A pause or a resume made since the last snapshot (here or by the command)."""
+        before, self._pauses = self._pauses, pauses
+        if before is None:
+            return []
+        now = datetime.now(UTC)
+        return [*(FeedEvent(now, name, "steer", f"paused by {r.by}")
+                  for name, r in pauses.items() if name not in before),
+                *(FeedEvent(now, name, "steer", "resumed")
+                  for name in before if name not in pauses)]
+
+    def _ended_events(self, newest: list[TaskLine], told: list[FeedEvent]) -> list[FeedEvent]:
+        """Tasks newly in failed/ or rejected/ that no audit record told of (a budget
+        spent before a cycle, a file the daemon could not read)."""
+        ended = {(t.state, t.id): t for t in newest if t.state in ("failed", "rejected")}
+        before, self._ended = self._ended, set(ended)
+        if before is None:
+            return []
+        recent = {e.text for e in [*self.feed[-50:], *told] if e.kind == "failed"}
+        out = []
+        for key, t in ended.items():
+            if key in before or f"failed {t.id}" in recent:
+                continue
+            why = f": {t.problem}" if t.problem else ""
+            out.append(FeedEvent(t.changed_at, t.agent or "board", "failed",
+                                 f"{t.state} {t.id}{why}"))
+        return out
 
     def _add_events(self, events: list[FeedEvent]) -> None:
         if events:
