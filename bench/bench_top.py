@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from hivemind.cli.top.snapshot import RACY, HiveReader
+from hivemind.cli.top.snapshot import HiveReader
+from hivemind.cli.top.taskfolders import RACY
 from hivemind.hive.layout import Hive
 
 AGENTS = 50

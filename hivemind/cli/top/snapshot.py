@@ -9,11 +9,8 @@ module without a terminal.
 
 from __future__ import annotations
 
-import heapq
 import os
-import stat
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -22,23 +19,16 @@ from typing import Any
 
 from hivemind.cli.top.audit_tail import AuditTail
 from hivemind.cli.top.feed import FeedEvent, events_of
+from hivemind.cli.top.taskfolders import FolderCache, TaskLine, task_lines
 from hivemind.errors import ConfigError, UserError
 from hivemind.hive.config import load_config
 from hivemind.hive.filenames import shown
-from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
-from hivemind.hive.quarantine import read_reason
 from hivemind.hive.rom import RomRegistry
 from hivemind.hive.status import daemon_status
 from hivemind.hive.steering import PauseRecord, paused_agents
 from hivemind.settings import AgentSettings
-
-STATES = ("pending", "active", "failed", "done", "rejected")
-"""The task folders, in the order `top` shows them."""
-
-NEWEST = {"pending": 5, "active": 20, "failed": 10, "done": 5, "rejected": 5}
-"""How many of the newest tasks of each state are shown (the rest are counted)."""
 
 FEED_KEPT = 300
 
@@ -61,17 +51,6 @@ class AgentRow:
     said: str  # the last line the model wrote
     tokens_today: int
     cost_today: float | None  # None: no price known for a cycle of today
-
-
-@dataclass(frozen=True)
-class TaskLine:
-    state: str
-    id: str
-    title: str
-    agent: str
-    changed_at: datetime
-    problem: str = ""
-    waits: str = ""  # why a pending task is not taken (the daemon's waiting list)
 
 
 @dataclass(frozen=True)
@@ -136,7 +115,7 @@ class HiveReader:
                                  said=tail.last_said(),
                                  tokens_today=tokens, cost_today=cost))
         events.extend(self._pause_events(pauses))
-        counts, newest = _tasks(hive, self.folders)
+        counts, newest = task_lines(hive, self.folders)
         events.extend(self._ended_events(newest, events))
         with self._noting:
             noted, self._noted = self._noted, []
@@ -279,114 +258,3 @@ def _md_names(folder: Path) -> list[str]:
         return [n for n in os.listdir(folder) if n.endswith(".md") and not n.startswith(".")]
     except OSError:
         return []
-
-
-def _folders(hive: Hive, state: str) -> list[tuple[str, str]]:
-    if state == "active":
-        try:
-            return [(e.path, e.name) for e in os.scandir(hive.active_dir)
-                    if e.is_dir(follow_symlinks=False)]
-        except OSError:
-            return []
-    folder = {"pending": hive.tasks_dir, "failed": hive.failed_dir, "done": hive.done_dir,
-              "rejected": hive.rejected_dir}[state]
-    return [(os.fspath(folder), "")]
-
-
-RACY = 2.0
-"""Seconds within which a folder's mtime may hide a later change (a coarse clock):
-such a folder is listed again, whatever its mtime says."""
-
-
-@dataclass
-class _Listing:
-    """One task folder as last listed: its mtime, how many tasks, the newest."""
-
-    mtime_ns: int
-    count: int
-    newest: list[tuple[float, str]]
-
-
-class FolderCache:
-    """Task folders listed again only when their mtime changed (a task came or went:
-    the board moves whole files in and out, by renames)."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, _Listing] = {}
-
-    def listing(self, folder: str, keep: int) -> _Listing | None:
-        try:
-            st = os.stat(folder)
-        except OSError:
-            self._seen.pop(folder, None)
-            return None
-        known = self._seen.get(folder)
-        fresh = time.time() - st.st_mtime > RACY
-        if known is not None and known.mtime_ns == st.st_mtime_ns and fresh \
-                and len(known.newest) >= min(keep, known.count):
-            return known
-        try:
-            scan = list(os.scandir(folder))
-        except OSError:
-            return None
-        entries: list[tuple[float, str]] = []
-        for e in scan:
-            if not e.name.endswith(".md") or e.name.startswith("."):
-                continue
-            try:
-                est = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not stat.S_ISDIR(est.st_mode):
-                entries.append((est.st_mtime, e.path))
-        listing = _Listing(st.st_mtime_ns, len(entries), heapq.nlargest(keep, entries))
-        self._seen[folder] = listing
-        return listing
-
-
-def _tasks(hive: Hive, cache: FolderCache) -> tuple[dict[str, int], list[TaskLine]]:
-    """How many tasks each state has, and its newest (only those files are read)."""
-    counts: dict[str, int] = {}
-    lines: list[TaskLine] = []
-    for state in STATES:
-        entries: list[tuple[float, str, str]] = []
-        count = 0
-        for folder, holder in _folders(hive, state):
-            listing = cache.listing(folder, NEWEST[state])
-            if listing is not None:
-                count += listing.count
-                entries.extend((mtime, path, holder) for mtime, path in listing.newest)
-        counts[state] = count
-        for mtime, path, holder in heapq.nlargest(NEWEST[state], entries):
-            lines.append(_line(state, Path(path), holder, mtime))
-    return counts, lines
-
-
-def _line(state: str, path: Path, holder: str, mtime: float) -> TaskLine:
-    when = datetime.fromtimestamp(mtime, UTC)
-    name = shown(path.name[:-3])
-    if state == "rejected":
-        reason = " ".join(read_reason(path).split())
-        return TaskLine(state, name, "", "", when, reason or "no reason kept")
-    try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:  # read as the board would
-            return TaskLine(state, name, "", holder, when, "a link (not read)")
-        task = read_task(path)
-    except (OSError, UserError) as exc:
-        return TaskLine(state, name, "", holder, when, str(exc).rsplit(": ", 1)[-1])
-    agent = holder or (task.agent or "" if state in ("done", "failed") else "")
-    if state == "failed":
-        problem = _last_failure(task.body)
-        return TaskLine(state, task.id, task.title, agent, when, problem)
-    return TaskLine(state, task.id, task.title, agent or (
-        f"→ {task.assignee}" if task.assignee else ""), when)
-
-
-def _last_failure(body: str) -> str:
-    """The reason of the task's last failed attempt (its last `## Attempt N failed`)."""
-    _, sep, rest = body.rpartition("\n## Attempt ")
-    if not sep:
-        return ""
-    lines = [line.strip() for line in rest.splitlines()[1:] if line.strip()]
-    return lines[0] if lines else ""
