@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
 
-from hivemind.daemon import outage
+from hivemind.daemon.runner import AgentRunner
+from hivemind.hive.layout import Hive
 from hivemind.hive.steering import PauseRecord, pause_records, pauses_version
-
-if TYPE_CHECKING:
-    from hivemind.daemon.daemon import Daemon
-    from hivemind.daemon.runner import AgentRunner
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +33,20 @@ def by_person(record: PauseRecord) -> str:
 class PauseWatch:
     """What people paused, read again when `.hivemind/pauses/` changes."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(
+        self,
+        hive: Hive,
+        runners: Mapping[str, AgentRunner],
+        *,
+        routing_changed: Callable[[], None],
+        give_back: Callable[[str], list[str]],
+    ) -> None:
+        """`routing_changed`: who takes work changed (configs read again, a dispatch);
+        `give_back`: an agent's tasks back to tasks/, their ids."""
+        self.hive = hive
+        self.runners = runners
+        self._routing_changed = routing_changed
+        self._give_back = give_back
         self._version: tuple[int, int] | None = None
         self._paused: dict[str, PauseRecord] = {}
         # The newest resume seen per agent: a newer one lifts the daemon's own pause.
@@ -46,13 +55,13 @@ class PauseWatch:
 
     def check(self, *, starting: bool = False) -> None:
         """Bring each runner's pause up to date with the files and its ROM."""
-        version = pauses_version(self.daemon.hive)
+        version = pauses_version(self.hive)
         if version != self._version:
             self._version = version
-            records = pause_records(self.daemon.hive)
+            records = pause_records(self.hive)
             self._paused = {name: r for name, r in records.items() if r.paused}
             self._resumes(records, starting)
-        for runner in list(self.daemon.runners.values()):
+        for runner in list(self.runners.values()):
             self.follow(runner)
 
     def _resumes(self, records: dict[str, PauseRecord], starting: bool) -> None:
@@ -65,7 +74,7 @@ class PauseWatch:
             self._resumed[name] = record.at
             if starting or (seen is not None and record.at <= seen):
                 continue
-            runner = self.daemon.runners.get(name)
+            runner = self.runners.get(name)
             if runner is not None and runner.model_pause is not None:
                 logger.warning("%s resumes: `hivemind resume` (it was paused: %s)", name,
                                runner.model_pause)
@@ -76,7 +85,7 @@ class PauseWatch:
                     runner.worker.look_again(name)
                 runner.agent.seen.clear()
                 runner.wake.set()
-                self.daemon.forget_configs()
+                self._routing_changed()
 
     def reason(self, runner: AgentRunner) -> str | None:
         """Why a person has the agent paused now, or None."""
@@ -93,7 +102,7 @@ class PauseWatch:
             return
         name = runner.agent.name
         runner.steer_pause = why
-        self.daemon.forget_configs()
+        self._routing_changed()
         if why is None:
             logger.warning("%s resumes", name)
             runner.wake.set()
@@ -108,11 +117,11 @@ class PauseWatch:
         """The tasks of a paused agent back to tasks/ (those assigned to it wait)."""
         if runner.steer_pause is None:
             return
-        released = outage.give_back(self.daemon, runner.agent.name)
+        released = self._give_back(runner.agent.name)
         if released:
             logger.warning("%s is paused: its tasks are back in tasks/: %s",
                            runner.agent.name, ", ".join(released))
-            self.daemon.request_dispatch()
+            self._routing_changed()
 
     async def loop(self) -> None:
         while True:
