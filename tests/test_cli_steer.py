@@ -12,7 +12,7 @@ from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
 from hivemind.hive.models import TaskState
 from hivemind.hive.steering import pause_path, paused_agents
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from tests.helpers import run_until_idle, write_agent, write_task
 
 

@@ -17,7 +17,7 @@ from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
 from hivemind.hive.steering import paused_agents
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.offline import OfflineProvider
 from tests.helpers import fast_config, run_until_idle, until, write_agent, write_task
 
@@ -151,7 +151,9 @@ def test_a_snapshot_reads_only_what_was_appended_since_the_last(hive: Hive) -> N
 
     with hive.audit_path("worker").open("a") as fh:
         fh.write(json.dumps({"event": "cycle", "at": "2099-01-01T00:00:00+00:00",
-                             "tool_calls": "not a list", "effects": {"tasks_failed": ["t9"]},
+                             "tool_calls": "not a list", "text": "skipped"}) + "\n")
+        fh.write(json.dumps({"event": "cycle", "at": "2099-01-01T00:00:01+00:00",
+                             "effects": {"tasks_failed": ["t9"]},
                              "text": "line one\nthe last line"}) + "\n")
         fh.write("{torn")
     second = reader.snapshot()
@@ -209,7 +211,7 @@ async def test_escape_sequences_in_files_and_model_text_never_reach_the_terminal
          "its daily token budget is spent"),
         ({"state": "error", "last_error": "OSError: disk"}, "error", "OSError: disk"),
         ({"state": "idle"}, "idle", ""),
-        ("not a dict", "idle", "not run by this daemon"),
+        ("not a dict", "stopped", ""),  # status.json fails its model: state unknown
     ],
     ids=["thinking", "waiting", "paused", "error", "idle", "hostile"],
 )

@@ -8,12 +8,12 @@ import typer
 
 from hivemind.cli.common import HiveOption, console, fail, resolve_hive, shown_path
 from hivemind.cli.hive_cmds import task_app
+from hivemind.cli.hive_status import daemon_status
 from hivemind.errors import ConfigError, UserError
 from hivemind.hive import steering
 from hivemind.hive.config import load_config
 from hivemind.hive.layout import Hive
 from hivemind.hive.rom import RomRegistry
-from hivemind.hive.status import daemon_status
 from hivemind.settings import AgentSettings
 
 AgentArgument = Annotated[str, typer.Argument(help="The agent's name (its folder in agents/).",

@@ -25,15 +25,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hivemind.clock import utcnow
 from hivemind.errors import FileFormatError, UnknownAgentError, UserError
-from hivemind.hive.atomic import atomic_write, move_into
-from hivemind.hive.filenames import is_utf8, not_utf8_reason
+from hivemind.fs.atomic import atomic_write
+from hivemind.fs.filenames import is_utf8, not_utf8_reason
+from hivemind.fs.noreplace import move_into
 from hivemind.hive.frontmatter import read_text, task_from_text
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.models import Task, TaskState
 from hivemind.hive.quarantine import REASON_SUFFIX, read_reason
-from hivemind.hive.taskfile import ended_text
-from hivemind.hive.taskref import append_section
-from hivemind.hive.tasks import TaskBoard
+from hivemind.hive.tasks.board import TaskBoard
+from hivemind.hive.tasks.file import ended_text
+from hivemind.hive.tasks.ref import append_section
 
 PAUSES = "pauses"
 """The folder of `.hivemind/` that keeps the pauses people made."""

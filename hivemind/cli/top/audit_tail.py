@@ -76,15 +76,6 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def record_time(record: dict[str, Any]) -> datetime | None:
-    """The record's `at`, aware; None if it has none that reads as a time."""
-    try:
-        at = datetime.fromisoformat(str(record.get("at")))
-    except ValueError:
-        return None
-    return at if at.tzinfo is not None else None
-
-
 @dataclass
 class AuditTail:
     """What `top` keeps of one agent's audit log between refreshes."""
@@ -126,13 +117,13 @@ class AuditTail:
         for line in lines[:cut]:
             self._count_usage(line)
         for line in lines[cut:]:
-            rec = parse_record(line)
-            if rec is None or rec.get("event") not in SHOWN_EVENTS:
+            # Read through the audit record models (a line that fits none is skipped);
+            # kept as the line's fields, which is what the feed and turns show.
+            record = parse_record(line)
+            if record is None or record.event not in SHOWN_EVENTS or record.time is None:
                 continue
-            at = record_time(rec)
-            if at is None:
-                continue
-            rec["_at"] = at
+            rec = record.as_json()
+            at = rec["_at"] = record.time
             if rec.get("event") == "cycle":
                 self.usage.add(rec, at)
             self.records.append(rec)

@@ -17,16 +17,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hivemind.cli.hive_status import daemon_status
 from hivemind.cli.top.audit_tail import AuditTail
 from hivemind.cli.top.feed import FeedEvent, events_of
 from hivemind.cli.top.taskfolders import FolderCache, TaskLine, task_lines
 from hivemind.errors import ConfigError, UserError
+from hivemind.fs.filenames import shown
 from hivemind.hive.config import load_config
-from hivemind.hive.filenames import shown
 from hivemind.hive.layout import Hive
 from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.rom import RomRegistry
-from hivemind.hive.status import daemon_status
 from hivemind.hive.steering import PauseRecord, paused_agents
 from hivemind.settings import AgentSettings
 

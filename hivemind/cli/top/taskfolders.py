@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hivemind.errors import UserError
-from hivemind.hive.filenames import shown
+from hivemind.fs.filenames import shown
 from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
 from hivemind.hive.quarantine import read_reason
