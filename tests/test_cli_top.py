@@ -252,3 +252,29 @@ def test_tasks_that_fail_or_are_rejected_between_snapshots_are_in_the_feed(
     told = [(e.agent, e.kind, e.text) for e in snap.feed]
     assert ("worker", "failed", "failed t1: the tool kept failing") in told
     assert ("board", "failed", "rejected bad: line 1: no closing ---") in told
+
+
+async def test_the_pause_key_on_a_running_daemon_holds_the_agents_work(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    daemon = Daemon(hive, fast_config(hive), OfflineProvider(), RunOptions())
+    running = asyncio.ensure_future(daemon.run())
+    try:
+        app = TopApp(hive, refresh=0.1)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await until(lambda: "daemon running" in header(app), "top sees the daemon")
+            await pilot.press("p")
+
+            await until(lambda: agent_row(app, "worker")[1].startswith("paused (by human"),
+                        "the daemon says worker is paused")
+            write_task(hive, "t1", front="assignee: worker\n")
+            await until(lambda: any(row[0] == "pending" and "waits:" in row[2]
+                                    and "worker is paused" in row[2]
+                                    for row in table_rows(app, "#tasks")),
+                        "t1 shows why it waits")
+            assert (hive.tasks_dir / "t1.md").exists()
+            await pilot.press("p")  # resumes
+            await until((hive.done_dir / "t1.md").exists, "worker does t1 once resumed")
+    finally:
+        daemon.stop("signal")
+        await running

@@ -1,5 +1,6 @@
 """Which running agents take work now (their configs, for routing), and why the others
-do not: a daily budget spent, a key the model API refused, tools that cannot end a task.
+do not: a daily budget spent, a key the model API refused, a person's pause, tools that
+cannot end a task.
 """
 
 from __future__ import annotations
@@ -49,13 +50,15 @@ class Availability:
 
     def away(self) -> dict[str, str]:
         """Why agents that run take no work now, for the waiting list (after `configs`)."""
-        away = {n: "is paused: " + (self.runners[n].model_pause or "its daily token budget "
-                                   "is spent") for n in self.paused()}
+        away = {n: "is paused: " + (self.runners[n].model_pause or self.runners[n].steer_pause
+                                   or "its daily token budget is spent") for n in self.paused()}
         away.update(dict.fromkeys(self._unfinishing, UNFINISHING))
         return away
 
     def paused(self) -> set[str]:
-        """The agents paused: their daily budget is spent today, or the model API refused
-        their key or model (see `outage.pause_if_refused`)."""
+        """The agents paused: their daily budget is spent today, the model API refused
+        their key or model (see `outage.pause_if_refused`), or a person paused them
+        (see `pausing`)."""
         today = utcnow().date()
-        return {n for n, r in self.runners.items() if r.paused_on == today or r.model_pause}
+        return {n for n, r in self.runners.items()
+                if r.paused_on == today or r.model_pause or r.steer_pause}

@@ -36,6 +36,7 @@ from hivemind.daemon.idle import IdleState, IdleWatch
 from hivemind.daemon.lead import WorkerLead
 from hivemind.daemon.lock import HiveLock, outlive_old_workers
 from hivemind.daemon.modelcheck import check_models
+from hivemind.daemon.pausing import PauseWatch
 from hivemind.daemon.runner import AgentRunner, RunOptions
 from hivemind.daemon.status import RunSnapshot, StatusWriter
 from hivemind.daemon.workers import WorkerLink
@@ -79,6 +80,9 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
         self.services.figures = self.figures = HiveFigures(self.services)
         self.services.board.on_load_change = self._board_moved
         self.runners: dict[str, AgentRunner] = {}
+        # `hivemind pause`, a ROM's `enabled: false` (see `pausing`)
+        self.pauses = PauseWatch(self.hive, self.runners, routing_changed=self._routing_changed,
+                                 give_back=lambda name: outage.give_back(self.services, name))
         self.disk = DiskGuard(hive, self.runners, self.options.backoff, self.request_dispatch)
         self.disk.open_store(self.services, config)  # on a full disk: once it has space
         self.availability = Availability(self.runners)
@@ -116,8 +120,14 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
         return self.dispatching.waiting
 
     def request_dispatch(self) -> None:
+        self.pauses.check_files()  # a pause made just now holds the agent's new work
         self.dispatching.wanted.set()
         self._last_activity = time.monotonic()
+
+    def _routing_changed(self) -> None:
+        """An agent paused or resumed: read the configs again, and dispatch."""
+        self.availability.forget()
+        self.request_dispatch()
 
     def wake_agents(self, names: list[str]) -> None:
         for name in names:
@@ -219,6 +229,7 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
                 tg.create_task(self._event_loop(watcher, tg)),
                 tg.create_task(self.status.loop()),
                 tg.create_task(self.disk.loop()),
+                tg.create_task(self.pauses.loop()),
                 tg.create_task(watch_hive_toml(
                     self.hive, self._hive_toml, self.stopping,
                     self.config.daemon.rescan_interval, self._each_rescan,
@@ -281,8 +292,9 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
                 heartbeat = cfg.heartbeat if cfg is not None and cfg.heartbeat > 0 else None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(runner.wake.wait(), timeout=heartbeat)
-            if runner.model_pause is not None and not runner.stop:
-                runner.wake.clear()  # no cycle until its ROM is edited (see `_handle`)
+            paused = runner.model_pause is not None or runner.steer_pause is not None
+            if paused and not runner.stop:
+                runner.wake.clear()  # no cycle until resumed (see `_handle`, `pausing`)
                 continue
             if runner.stop or not await self._take_cycle(runner):
                 break
@@ -311,6 +323,7 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
                 if not self._in_flight:
                     self._quiet.set()
             self.book.after(runner, report)
+            self.pauses.give_back(runner)  # paused during the cycle: its tasks go back now
 
     async def _take_cycle(self, runner: AgentRunner) -> bool:
         """Wait for a cycle of --max-cycles (see `CycleBook.take`), and while the disk is

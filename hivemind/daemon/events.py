@@ -16,6 +16,7 @@ from hivemind.daemon.availability import Availability
 from hivemind.daemon.cyclebook import CycleBook
 from hivemind.daemon.diskfull import DiskGuard
 from hivemind.daemon.dispatch_loop import DispatchLoop
+from hivemind.daemon.pausing import PauseWatch
 from hivemind.daemon.runner import AgentRunner, RunOptions
 from hivemind.daemon.workers import WorkerLink
 from hivemind.hive.layout import HUMAN, Hive
@@ -34,6 +35,7 @@ class HiveEvents:
     runners: dict[str, AgentRunner]
     disk: DiskGuard
     availability: Availability
+    pauses: PauseWatch
     dispatching: DispatchLoop
     book: CycleBook
     stopping: asyncio.Event
@@ -57,6 +59,7 @@ class HiveEvents:
             self.disk.recover(agent)  # a worker recovers the agents it runs itself
         runner = AgentRunner(agent=agent, worker=worker)
         self.runners[name] = runner
+        self.pauses.follow(runner)  # paused by a person: its tasks back, no cycle
         self.availability.forget()
         runner.wake.set()
         runner.task = tg.create_task(self._agent_loop(runner))

@@ -55,12 +55,20 @@ class PauseWatch:
 
     def check(self, *, starting: bool = False) -> None:
         """Bring each runner's pause up to date with the files and its ROM."""
+        self.check_files(starting=starting)
+        for runner in list(self.runners.values()):
+            self.follow(runner)
+
+    def check_files(self, *, starting: bool = False) -> None:
+        """Read the pauses again if their folder changed (one stat otherwise): before
+        each dispatch, so a task dropped just after a pause is not given out."""
         version = pauses_version(self.hive)
-        if version != self._version:
-            self._version = version
-            records = pause_records(self.hive)
-            self._paused = {name: r for name, r in records.items() if r.paused}
-            self._resumes(records, starting)
+        if version == self._version:
+            return
+        self._version = version
+        records = pause_records(self.hive)
+        self._paused = {name: r for name, r in records.items() if r.paused}
+        self._resumes(records, starting)
         for runner in list(self.runners.values()):
             self.follow(runner)
 
