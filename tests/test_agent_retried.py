@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -9,7 +10,12 @@ from hivemind.agent.audit import AuditLog
 from hivemind.agent.budget import BudgetTracker
 from hivemind.agent.followup import HeldWork
 from hivemind.agent.record import read_record
+from hivemind.daemon.daemon import Daemon, RunOptions
+from hivemind.hive import steering
+from hivemind.hive.frontmatter import read_task
 from hivemind.hive.layout import Hive
+from hivemind.llm.base import ModelRequest, ModelResponse, Usage
+from tests.helpers import fast_config, run_until_idle, until, write_agent, write_task
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -59,3 +65,63 @@ def test_after_a_restart_a_retried_task_does_not_take_back_its_old_track() -> No
 
     assert "t1" not in held.tracks  # its 99 rounds were the failed run's
     assert held.tracks["t2"].rounds == 4
+
+
+class Talker:
+    """A model that answers in plain text, spending 800 tokens a call: a task it holds
+    reaches a per-task budget of 1,000 at its second call."""
+
+    name = "talker"
+    offline = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.calls += 1
+        return ModelResponse(text="Thinking it over.", stop_reason="end_turn",
+                             usage=Usage(input_tokens=800), model="talker", provider="talker")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def spent_on_budget(hive: Hive) -> str:
+    return read_task(hive.failed_dir / "t1.md").body
+
+
+def test_a_task_failed_on_its_token_budget_is_worked_on_again_once_retried(
+    hive: Hive,
+) -> None:
+    write_agent(hive, "worker", front="budget: {per_task: 1000}\nmax_idle_turns: 9\n")
+    write_task(hive, "t1")
+    model = Talker()
+    run_until_idle(hive, model)
+    assert "token budget per task spent" in spent_on_budget(hive)
+    calls = model.calls
+
+    steering.retry(hive, "t1")
+    run_until_idle(hive, model)  # a new daemon: the count is restored from the audit log
+
+    assert model.calls == calls + 2  # worked on again, up to its budget again
+    assert spent_on_budget(hive).count("token budget per task spent") == 2
+
+
+async def test_a_task_retried_while_the_daemon_runs_starts_its_count_again(
+    hive: Hive,
+) -> None:
+    write_agent(hive, "worker", front="budget: {per_task: 1000}\nmax_idle_turns: 9\n")
+    write_task(hive, "t1")
+    model = Talker()
+    daemon = Daemon(hive, fast_config(hive), model, RunOptions())
+    running = asyncio.ensure_future(daemon.run())
+    try:
+        await until((hive.failed_dir / "t1.md").exists, "t1 fails on its budget")
+        calls = model.calls
+        steering.retry(hive, "t1")
+        await until(lambda: (hive.failed_dir / "t1.md").exists()
+                    and spent_on_budget(hive).count("per task spent") == 2, "t1 fails again")
+        assert model.calls == calls + 2
+    finally:
+        daemon.stop("signal")
+        await running

@@ -100,12 +100,16 @@ class Agent:
         self.cycle_no = self.audit.last_cycle
         self._audited_error = self.audit.config_error  # a fix made meanwhile is told
         today = start_of_day()
-        spent, per_task = self.audit.usage_since(today)
+        held = self.board.active(self.name)
+        # A retried task's ceilings count from its retry (`hivemind task retry`).
+        retried = {r.task.id: r.task.retried_at for r in held if r.task.retried_at}
+        spent, per_task = self.audit.usage_since(today, retried)
         self.budget = BudgetTracker(spent_today=spent, per_task=per_task,
-                                    warned=self.audit.warnings_since(today))
+                                    warned=self.audit.warnings_since(today),
+                                    retried=dict(retried))
         self.restore()
-        self.held.restore(self.audit.records(),
-                          {r.task.id: r.task.attempts for r in self.board.active(self.name)})
+        self.held.restore(self.audit.records(), {r.task.id: r.task.attempts for r in held},
+                          retried)
         return interrupted
 
     def restore(self) -> int:

@@ -39,6 +39,8 @@ class BudgetPause:
               report: CycleReport, cycle: int, seen: set[str]) -> str | None:
         """A spent day pauses the agent; a spent task fails that task. Why no cycle runs
         (`DAY_SPENT`, `TASKS_SPENT`), or None. `seen`: the input keys seen before."""
+        # A task retried since (`hivemind task retry`) counts its tokens from zero again.
+        budget.restart_retried({t: r.task.retried_at for t, r in p.active.items()})
         if budget.day_exhausted(cfg.budget):
             released = self._release_unassigned(p)
             if budget.first_warning(key := f"day:{budget.day}"):
