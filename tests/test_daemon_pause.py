@@ -38,7 +38,7 @@ def test_a_paused_agent_takes_no_task_and_no_mail_and_its_tasks_wait(hive: Hive)
     assert len(Mailbox(hive, "ann").unread()) == 1
     assert not hive.audit_path("ann").exists()  # not one cycle
     ann = status(hive)["agents"]["ann"]
-    assert ann["state"] == "paused (by human: `hivemind resume ann` resumes it)"
+    assert ann["state"] == "paused (by human; `hivemind resume ann` resumes it)"
 
 
 class GatedModel:

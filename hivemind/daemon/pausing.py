@@ -27,7 +27,7 @@ DISABLED = "enabled: false in its ROM"
 
 
 def by_person(record: PauseRecord) -> str:
-    return f"by {record.by}: `hivemind resume {record.agent}` resumes it"
+    return f"by {record.by}; `hivemind resume {record.agent}` resumes it"
 
 
 class PauseWatch:
