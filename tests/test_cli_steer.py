@@ -161,3 +161,19 @@ def test_a_rejected_link_is_not_followed_on_retry(hive: Hive, tmp_path: object) 
 
     assert code == 1 and "not a regular file" in out
     assert (hive.rejected_dir / "linked.md").is_symlink()
+
+
+def test_status_names_the_agents_paused_without_a_daemon(hive: Hive) -> None:
+    write_agent(hive, "ann")
+    write_agent(hive, "bob", front="enabled: false\n")
+    cli(hive, "pause", "ann")
+
+    code, out = cli(hive, "status")
+    _, as_json = cli(hive, "status", "--json")
+
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "ann is paused by human at" in flat and "`hivemind resume ann` resumes it" in flat
+    assert "bob is paused: its ROM says enabled: false" in flat
+    paused = {a["name"]: a["paused"] for a in json.loads(as_json)["agents"]}
+    assert paused["bob"] == "paused: its ROM says enabled: false"

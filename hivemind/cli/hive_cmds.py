@@ -387,6 +387,9 @@ def print_status(status: HiveStatus, spent: dict[str, AgentSpend] | None = None)
         )  # fmt: skip
     console.print(agents if status.agents else "[dim]no agents (add agents/<name>/ROM.md)[/]")
     for a in status.agents:
+        if a.paused:
+            console.print(f"  [yellow]{escape(a.name)} is {escape(a.paused)}[/]",
+                          highlight=False, soft_wrap=True)
         if a.error:
             kept = f" ({a.name} runs on its last good config meanwhile)" if a.last_good else ""
             console.print(f"  [red]{escape(a.error)}[/]{escape(kept)}", highlight=False,

@@ -22,6 +22,7 @@ from hivemind.hive.mailbox import Mailbox
 from hivemind.hive.models import TaskState
 from hivemind.hive.quarantine import rejected
 from hivemind.hive.rom import RomRegistry
+from hivemind.hive.steering import PauseRecord, paused_agents
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.trust import ProviderTrust
 from hivemind.llm.catalog import CATALOG_FILE, ModelCatalog, known_ids, model_problem
@@ -40,6 +41,7 @@ class AgentStatus(BaseModel):
     model: str | None = None
     active_tasks: int = 0
     unread: int = 0
+    paused: str | None = None  # paused by a person (`hivemind pause`, `enabled: false`): why
 
 
 class RejectedFile(BaseModel):
@@ -139,6 +141,14 @@ def _model_check(hive: Hive, settings: HiveConfig) -> Callable[[str], str | None
     return lambda model: model_problem(model, catalog, known, settings.models)
 
 
+def _paused(record: PauseRecord | None, config: AgentConfig) -> str | None:
+    """Why a person has the agent paused, or None."""
+    if record is not None:
+        return (f"paused by {record.by} at {record.at:%Y-%m-%d %H:%M} UTC; "
+                f"`hivemind resume {record.agent}` resumes it")
+    return None if config.enabled else "paused: its ROM says enabled: false"
+
+
 def hive_status(
     hive: Hive, fixed_tokens: Callable[[AgentConfig], int] | None = None
 ) -> HiveStatus:
@@ -157,6 +167,7 @@ def hive_status(
     board = TaskBoard(hive)
     load = board.load()
     names = roms.agents()
+    pauses = paused_agents(hive)
     mail = _mailboxes(hive, names)
     agents = []
     for name in names:
@@ -177,6 +188,7 @@ def hive_status(
                 model=config.model,
                 active_tasks=load.get(name, 0),
                 unread=mail[name],
+                paused=_paused(pauses.get(name), config),
             )
         )
     return HiveStatus(
