@@ -15,10 +15,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
 
 from hivemind.agent.audit import parse_record
 from hivemind.agent.auditfile import LineReader
+from hivemind.agent.record import CycleRecord
+from hivemind.cli.top.feed import SHOWN, Record
 
 FIRST_READ_BYTES = 2 * 2**20
 """How much of a log's end the first refresh reads (its cycles of today beyond it are
@@ -35,9 +36,7 @@ _USAGE = re.compile(rb'"usage": (\{[^{}]{0,400}\})')
 _TOKENS = re.compile(rb'"(?:input|output|cache_write|cache_read)_tokens": ([0-9]{1,15})')
 _COST = re.compile(rb'"cost": (null|-?[0-9][0-9.eE+-]{0,30})')
 
-SHOWN_EVENTS = frozenset(
-    {"cycle_start", "cycle", "error", "interrupted", "config_error", "config_fixed", "budget"}
-)
+
 
 
 @dataclass
@@ -49,13 +48,10 @@ class DayUsage:
     cost: float = 0.0
     unpriced: bool = False  # a cycle of the day had no price (an unknown model, offline)
 
-    def add(self, record: dict[str, Any], at: datetime) -> None:
-        usage = record.get("usage")
-        tokens = sum(_int(usage.get(k)) for k in _TOKEN_KEYS) if isinstance(usage, dict) else 0
-        cost = record.get("cost")
-        price = (float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool)
-                 else None)
-        self.add_counts(at.astimezone(UTC).date(), tokens, price)
+    def add(self, record: CycleRecord, at: datetime) -> None:
+        cost = record.cost
+        price = float(cost) if isinstance(cost, (int, float)) and cost >= 0 else None
+        self.add_counts(at.astimezone(UTC).date(), max(0, record.tokens), price)
 
     def add_counts(self, day: date, tokens: int, cost: float | None) -> None:
         if self.day != day:
@@ -69,21 +65,14 @@ class DayUsage:
             self.cost += cost
 
 
-_TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
 @dataclass
 class AuditTail:
     """What `top` keeps of one agent's audit log between refreshes."""
 
     path: Path
-    records: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=KEPT_RECORDS))
+    records: deque[Record] = field(default_factory=lambda: deque(maxlen=KEPT_RECORDS))
     usage: DayUsage = field(default_factory=DayUsage)
-    new: list[dict[str, Any]] = field(default_factory=list)  # read at the last refresh
+    new: list[Record] = field(default_factory=list)  # read at the last refresh
     holding: set[str] = field(default_factory=set)  # tasks of its last cycle start (feed)
     _reader: LineReader | None = None
     _days: dict[bytes, date] = field(default_factory=dict)
@@ -117,17 +106,13 @@ class AuditTail:
         for line in lines[:cut]:
             self._count_usage(line)
         for line in lines[cut:]:
-            # Read through the audit record models (a line that fits none is skipped);
-            # kept as the line's fields, which is what the feed and turns show.
-            record = parse_record(line)
-            if record is None or record.event not in SHOWN_EVENTS or record.time is None:
+            record = parse_record(line)  # (a line that fits no record model is skipped)
+            if not isinstance(record, SHOWN) or record.time is None:
                 continue
-            rec = record.as_json()
-            at = rec["_at"] = record.time
-            if rec.get("event") == "cycle":
-                self.usage.add(rec, at)
-            self.records.append(rec)
-            self.new.append(rec)
+            if isinstance(record, CycleRecord):
+                self.usage.add(record, record.time)
+            self.records.append(record)
+            self.new.append(record)
 
     def _count_usage(self, line: bytes) -> None:
         """Add a cycle record's usage and cost to the day's, without parsing it whole.
@@ -168,13 +153,11 @@ class AuditTail:
     def last_said(self) -> str:
         """The last line the model wrote (its newest cycle with text)."""
         for rec in reversed(self.records):
-            text = rec.get("text") if rec.get("event") == "cycle" else None
-            if isinstance(text, str) and text.strip():
-                lines = [line.strip() for line in text.splitlines() if line.strip()]
-                return lines[-1]
+            if isinstance(rec, CycleRecord) and rec.text.strip():
+                return [line.strip() for line in rec.text.splitlines() if line.strip()][-1]
         return ""
 
-    def cycles(self, limit: int) -> list[dict[str, Any]]:
+    def cycles(self, limit: int) -> list[CycleRecord]:
         """The newest `limit` cycle records, oldest first."""
-        out = [r for r in self.records if r.get("event") == "cycle"]
+        out = [r for r in self.records if isinstance(r, CycleRecord)]
         return out[-limit:]

@@ -1,7 +1,8 @@
 """The events `top` lists, and an agent's recent turns, from its audit records.
 
-An audit record is someone else's file: every field is checked for its type before
-it is shown, and everything shown is cut to one short line.
+The records are read through their models (`agent.record`); what a model took from a
+hive's file as it was (a tool call's input and result) is someone else's text, cut
+to one short line and its control characters shown as `?` before it is shown.
 """
 
 from __future__ import annotations
@@ -11,10 +12,19 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+
+from hivemind.agent.record import (
+    CycleFailed,
+    CycleRecord,
+    CycleStart,
+    Interrupted,
+    RomFixed,
+    RomProblem,
+    ToolCallRecord,
+)
 
 KINDS = ("claimed", "done", "failed", "mail", "rom", "error", "steer")
-"""The kinds of event the feed shows (`steer`: a pause or a retry made in `top`)."""
+"""The kinds of event the feed shows (`steer`: a pause, a resume, a retry)."""
 
 ARG_CHARS = 40
 RESULT_CHARS = 100
@@ -45,83 +55,71 @@ def one_line(value: object, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _ids(value: object) -> list[str]:
-    return [str(v) for v in value] if isinstance(value, list) else []
+Record = CycleStart | CycleRecord | CycleFailed | Interrupted | RomProblem | RomFixed
+SHOWN = (CycleStart, CycleRecord, CycleFailed, Interrupted, RomProblem, RomFixed)
+"""The kinds of audit record the feed and the turns show; the others are not kept."""
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _calls(rec: dict[str, Any]) -> list[dict[str, Any]]:
-    calls = rec.get("tool_calls")
-    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
-
-
-def events_of(
-    agent: str, records: Iterable[dict[str, Any]], holding: set[str]
-) -> Iterator[FeedEvent]:
-    """The feed's events in `agent`'s new audit records (each has `_at`); `holding`:
-    the tasks it worked on at its last cycle start, kept by the caller."""
+def events_of(agent: str, records: Iterable[Record], holding: set[str]) -> Iterator[FeedEvent]:
+    """The feed's events in `agent`'s new audit records; `holding`: the tasks it worked
+    on at its last cycle start, kept by the caller."""
     for rec in records:
-        at, kind = rec["_at"], rec.get("event")
-        if kind == "cycle_start":
-            for tid in _ids(rec.get("tasks")):
+        at = rec.time
+        if at is None:
+            continue
+        if isinstance(rec, CycleStart):
+            for tid in rec.tasks:
                 if tid not in holding:
-                    yield FeedEvent(at, agent, "claimed", f"works on {tid}")
+                    yield FeedEvent(at, agent, "claimed", f"works on {one_line(tid, 80)}")
             holding.clear()
-            holding.update(_ids(rec.get("tasks")))
-        elif kind == "cycle":
+            holding.update(rec.tasks)
+        elif isinstance(rec, CycleRecord):
             yield from _cycle_events(agent, at, rec)
-        elif kind in ("error", "config_error"):
-            what = "ROM invalid" if kind == "config_error" else "error"
-            yield FeedEvent(at, agent, "error", f"{what}: {one_line(rec.get('error'), 160)}")
-        elif kind == "config_fixed":
+        elif isinstance(rec, CycleFailed | RomProblem):
+            what = "ROM invalid" if isinstance(rec, RomProblem) else "error"
+            yield FeedEvent(at, agent, "error", f"{what}: {one_line(rec.error or '', 160)}")
+        elif isinstance(rec, RomFixed):
             yield FeedEvent(at, agent, "rom", "ROM.md valid again: reloaded")
-        elif kind == "interrupted":
-            yield FeedEvent(at, agent, "error", f"cycle {rec.get('cycle')} was interrupted")
+        else:
+            yield FeedEvent(at, agent, "error", f"cycle {rec.cycle} was interrupted")
 
 
-def _cycle_events(agent: str, at: datetime, rec: dict[str, Any]) -> Iterator[FeedEvent]:
-    fx = _dict(rec.get("effects"))
-    read = len(_ids(rec.get("mail")))
-    if read:
-        yield FeedEvent(at, agent, "mail", f"read {read} message(s)")
-    for call in _calls(rec):
-        args = _dict(call.get("input"))
-        if call.get("name") == "send_message" and not call.get("error"):
+def _cycle_events(agent: str, at: datetime, rec: CycleRecord) -> Iterator[FeedEvent]:
+    if rec.mail:
+        yield FeedEvent(at, agent, "mail", f"read {len(rec.mail)} message(s)")
+    for call in rec.tool_calls:
+        args = call.input if isinstance(call.input, dict) else {}
+        if call.name == "send_message" and not call.error:
             yield FeedEvent(at, agent, "mail", f"mail to {one_line(args.get('to'), 30)}: "
                             f"{one_line(args.get('subject') or '', 60)}")
-    for tid in _ids(fx.get("tasks_completed")):
-        yield FeedEvent(at, agent, "done", f"done {tid}")
-    for tid in _ids(fx.get("tasks_failed")):
-        yield FeedEvent(at, agent, "failed", f"failed {tid}")
-    if rec.get("error"):
-        yield FeedEvent(at, agent, "error", f"error: {one_line(rec.get('error'), 160)}")
+    for tid in rec.effects.tasks_completed:
+        yield FeedEvent(at, agent, "done", f"done {one_line(tid, 80)}")
+    for tid in rec.effects.tasks_failed:
+        yield FeedEvent(at, agent, "failed", f"failed {one_line(tid, 80)}")
+    if rec.error:
+        yield FeedEvent(at, agent, "error", f"error: {one_line(rec.error, 160)}")
 
 
-def call_line(call: dict[str, Any]) -> str:
+def call_line(call: ToolCallRecord) -> str:
     """`name(arg=value, …) → result`, arguments and result shortened."""
-    args = _dict(call.get("input"))
-    shown = ", ".join(f"{k}={one_line(v, ARG_CHARS)}" for k, v in args.items())
-    mark = "✗" if call.get("error") else "→"
-    return (f"{one_line(call.get('name'), 40)}({shown}) {mark} "
-            f"{one_line(call.get('result') or '', RESULT_CHARS)}")
+    args = call.input if isinstance(call.input, dict) else {}
+    shown = ", ".join(f"{one_line(k, 30)}={one_line(v, ARG_CHARS)}" for k, v in args.items())
+    mark = "✗" if call.error else "→"
+    return (f"{one_line(call.name or '?', 40)}({shown}) {mark} "
+            f"{one_line(call.result or '', RESULT_CHARS)}")
 
 
-def turns(records: Iterable[dict[str, Any]]) -> list[str]:
+def turns(records: Iterable[CycleRecord]) -> list[str]:
     """An agent's recent cycles as lines of text: when, the tasks, what the model
     said, each tool call shortened, and how it ended."""
     out: list[str] = []
     for rec in records:
-        at: datetime = rec["_at"]
-        tasks = ", ".join(_ids(rec.get("tasks"))) or "no task"
-        out.append(f"── cycle {rec.get('cycle')} at {at.astimezone():%H:%M:%S} · {tasks}")
-        text = rec.get("text")
-        if isinstance(text, str) and text.strip():
-            out.extend(f"  {printable(line)}" for line in text.strip().splitlines())
-        for call in _calls(rec):
-            out.append(f"  ▸ {call_line(call)}")
-        if rec.get("error"):
-            out.append(f"  error: {one_line(rec.get('error'), 200)}")
+        at = rec.time
+        when = f"{at.astimezone():%H:%M:%S}" if at is not None else "?"
+        tasks = one_line(", ".join(rec.tasks), 120) or "no task"
+        out.append(f"── cycle {rec.cycle} at {when} · {tasks}")
+        out.extend(f"  {printable(line)}" for line in rec.text.strip().splitlines())
+        out.extend(f"  ▸ {call_line(call)}" for call in rec.tool_calls)
+        if rec.error:
+            out.append(f"  error: {one_line(rec.error, 200)}")
     return out or ["no cycle in its audit log yet"]
