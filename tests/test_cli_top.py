@@ -16,7 +16,7 @@ from hivemind.cli.top.snapshot import HiveReader
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import PostOffice
-from hivemind.hive.steering import paused_agents
+from hivemind.hive.steering import pause_path, paused_agents
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.llm.offline import OfflineProvider
 from tests.helpers import fast_config, run_until_idle, until, write_agent, write_task
@@ -278,3 +278,17 @@ async def test_the_pause_key_on_a_running_daemon_holds_the_agents_work(hive: Hiv
     finally:
         daemon.stop("signal")
         await running
+
+
+async def test_the_pause_key_on_an_agent_its_rom_disables_writes_no_resume(
+    hive: Hive,
+) -> None:
+    write_agent(hive, "worker", front="enabled: false\n")
+
+    async with TopApp(hive).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert agent_row(pilot.app, "worker")[1] == "paused (enabled: false in its ROM)"
+        await pilot.press("p")
+        await pilot.pause()
+        assert not pause_path(hive, "worker").exists()  # its ROM decides, not a resume
+        assert agent_row(pilot.app, "worker")[1].startswith("paused")

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, RichLog, Static
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
 from hivemind.cli.top.feed import FeedEvent, printable, turns
-from hivemind.cli.top.snapshot import HiveReader, TopSnapshot
+from hivemind.cli.top.snapshot import DISABLED, AgentRow, HiveReader, TopSnapshot
 from hivemind.errors import UserError
 from hivemind.hive import steering
 from hivemind.hive.layout import Hive
@@ -186,6 +186,9 @@ class TopApp(App[None]):
             self.notify("no agent selected", severity="warning")
             return
         row = next((a for a in self.shown.agents if a.name == agent), None)
+        if row is not None and row.state == "paused" and (why := _not_resumable(row)):
+            self.notify(f"{agent} {why}", severity="warning")
+            return
         try:
             if row is not None and row.state == "paused":
                 await asyncio.to_thread(steering.resume, self.hive, agent)
@@ -226,6 +229,16 @@ class TopApp(App[None]):
 
     def _note(self, agent: str, text: str) -> None:
         self.reader.note(FeedEvent(datetime.now(UTC), agent, "steer", text))
+
+
+def _not_resumable(row: AgentRow) -> str:
+    """Why `resume` would not lift the agent's pause ("" if it would)."""
+    if row.detail == DISABLED:
+        return "is paused by its ROM (enabled: false): edit its ROM.md to resume it"
+    if "budget" in row.detail:
+        return ("is paused until tomorrow (UTC): its daily token budget is spent; raise "
+                "budget.per_day in its ROM.md")
+    return ""
 
 
 def _selected_key(table: DataTable[Text | str]) -> str | None:

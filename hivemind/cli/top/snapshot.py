@@ -31,6 +31,7 @@ from hivemind.hive.steering import PauseRecord, paused_agents
 from hivemind.settings import AgentSettings
 
 FEED_KEPT = 300
+DISABLED = "enabled: false in its ROM"
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ def _state(a: dict[str, Any] | None, running: bool, pause: PauseRecord | None,
     if pause is not None:
         return "paused", f"by {pause.by} at {pause.at.astimezone():%H:%M}; p resumes"
     if disabled:
-        return "paused", "enabled: false in its ROM"
+        return "paused", DISABLED
     if not running:
         return "stopped", ""
     if a is None:
