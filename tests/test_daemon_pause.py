@@ -6,6 +6,8 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive import steering
 from hivemind.hive.layout import HUMAN, Hive
@@ -22,7 +24,10 @@ def status(hive: Hive) -> dict[str, Any]:
     return data
 
 
-def test_a_paused_agent_takes_no_task_and_no_mail_and_its_tasks_wait(hive: Hive) -> None:
+@pytest.mark.parametrize("workers", [1, 2], ids=["one-process", "two-workers"])
+def test_a_paused_agent_takes_no_task_and_no_mail_and_its_tasks_wait(
+    hive: Hive, workers: int
+) -> None:
     write_agent(hive, "ann")
     write_agent(hive, "bob")
     write_task(hive, "mine", front="assignee: ann\n")
@@ -30,7 +35,7 @@ def test_a_paused_agent_takes_no_task_and_no_mail_and_its_tasks_wait(hive: Hive)
     PostOffice(hive).send(HUMAN, "ann", "hello", "Are you there?")
     steering.pause(hive, "ann")  # before the start: a pause outlives a restart
 
-    daemon = run_until_idle(hive)
+    daemon = run_until_idle(hive, workers=workers)
 
     assert daemon.exit_reason == "stalled"  # ann's task and mail wait for a person
     assert "agent: bob" in (hive.done_dir / "anyone.md").read_text()
