@@ -292,3 +292,17 @@ async def test_the_pause_key_on_an_agent_its_rom_disables_writes_no_resume(
         await pilot.pause()
         assert not pause_path(hive, "worker").exists()  # its ROM decides, not a resume
         assert agent_row(pilot.app, "worker")[1].startswith("paused")
+
+
+async def test_two_failed_files_of_one_task_id_are_both_shown(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    failed_task(hive, "t1")
+    (hive.failed_dir / "t1-1.md").write_text((hive.failed_dir / "t1.md").read_text())
+
+    async with TopApp(hive).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        rows = table_rows(pilot.app, "#tasks")
+        assert [r[:2] for r in rows] == [["failed", "t1"], ["failed", "t1"]]
+        await pilot.press("tab", "r")
+        await pilot.pause()
+        assert (hive.tasks_dir / "t1.md").exists()  # retried by its id

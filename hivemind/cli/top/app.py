@@ -18,6 +18,7 @@ from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
 from hivemind.cli.top.feed import FeedEvent, printable, turns
 from hivemind.cli.top.snapshot import DISABLED, AgentRow, HiveReader, TopSnapshot
+from hivemind.cli.top.taskfolders import TaskLine
 from hivemind.errors import UserError
 from hivemind.hive import steering
 from hivemind.hive.layout import Hive
@@ -86,6 +87,7 @@ class TopApp(App[None]):
         self.interval = refresh
         self.shown: TopSnapshot | None = None
         self._reading = False
+        self._task_rows: dict[str, TaskLine] = {}  # the tasks table's rows, by key
         self._fed: tuple[FeedEvent, ...] = ()  # the feed as the log shows it
 
     def compose(self) -> ComposeResult:
@@ -150,6 +152,7 @@ class TopApp(App[None]):
         table: DataTable[Text | str] = self.query_one("#tasks", DataTable)
         keep = _selected_key(table)
         table.clear()
+        self._task_rows = {}
         now = datetime.now(UTC)
         for t in snap.tasks:
             what = (Text(printable(t.problem), style="red") if t.problem
@@ -159,7 +162,8 @@ class TopApp(App[None]):
             changed = t.changed_at.astimezone()
             when = changed.strftime("%H:%M:%S" if (now - t.changed_at).days < 1 else "%Y-%m-%d")
             table.add_row(Text(t.state, style=_TASK_STYLE.get(t.state, "")), printable(t.id),
-                          what, printable(t.agent), when, key=f"{t.state}/{t.id}")
+                          what, printable(t.agent), when, key=t.path)
+            self._task_rows[t.path] = t
         _reselect(table, keep)
 
     def _draw_feed(self, feed: tuple[FeedEvent, ...]) -> None:
@@ -204,7 +208,8 @@ class TopApp(App[None]):
 
     async def action_retry(self) -> None:
         key = _selected_key(self.query_one("#tasks", DataTable))
-        state, _, task_id = (key or "").partition("/")
+        row = self._task_rows.get(key or "")
+        state, task_id = (row.state, row.id) if row is not None else ("", "")
         if state not in ("failed", "rejected"):
             self.notify("select a failed or rejected task to retry (Tab moves between "
                         "panels)", severity="warning")

@@ -10,7 +10,7 @@ import heapq
 import os
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,6 +36,7 @@ class TaskLine:
     changed_at: datetime
     problem: str = ""
     waits: str = ""  # why a pending task is not taken (the daemon's waiting list)
+    path: str = ""  # its file (two files may hold one id: `t1.md`, `t1-1.md`)
 
 
 
@@ -116,7 +117,7 @@ def task_lines(hive: Hive, cache: FolderCache) -> tuple[dict[str, int], list[Tas
                 entries.extend((mtime, path, holder) for mtime, path in listing.newest)
         counts[state] = count
         for mtime, path, holder in heapq.nlargest(NEWEST[state], entries):
-            lines.append(_line(state, Path(path), holder, mtime))
+            lines.append(replace(_line(state, Path(path), holder, mtime), path=path))
     return counts, lines
 
 
