@@ -172,8 +172,8 @@ def test_a_valid_rom_that_cannot_do_what_it_says_runs_with_a_logged_warning(
 def test_the_room_for_a_context_is_told_net_of_the_prompt_and_tool_definitions(
     hive: Hive,
 ) -> None:
-    """6,000 less 3,000 looks like room, but the preamble and tools take ~2,000 more."""
-    write_rom(hive, "ann", "---\nmax_context_tokens: 6000\nmax_output_tokens: 3000\n---\n")
+    """5,000 less 3,000 looks like room, but the preamble and tools take ~1,600 more."""
+    write_rom(hive, "ann", "---\nmax_context_tokens: 5000\nmax_output_tokens: 3000\n---\n")
     fixed = FixedTokens(default_registry(), TokenCounter())
     roms = RomRegistry(hive, AgentSettings())
     roms.fixed_tokens = fixed
