@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hivemind.errors import FileFormatError, UserError
-from hivemind.hive.frontmatter import MAX_FILE_BYTES, message_from_text
+from hivemind.hive.frontmatter import message_from_text
 from hivemind.hive.layout import HUMAN, Hive, is_temp_name
-from hivemind.hive.mailbox import Mailbox, MailItem, PostOffice, raw_message
+from hivemind.hive.mailbox import Mailbox, MailItem, PostOffice, raw_bytes, raw_message
 
 SHORT_ID = 8
 """The fewest characters of an id shown: more where needed to tell it apart."""
@@ -115,7 +115,7 @@ class Inbox:
 
     def item(self, entry: _Entry) -> MailItem:
         """The message in `entry`'s file (kept as raw text, from `unknown`, if unreadable)."""
-        data = _read(entry.path)
+        data = raw_bytes(entry.path)
         try:
             message = message_from_text(data.decode("utf-8"), entry.path)
         except (UnicodeDecodeError, FileFormatError) as exc:
@@ -150,18 +150,6 @@ class Inbox:
         [path] = PostOffice(self.hive).send(HUMAN, sender, subject, text, **fields)
         return path
 
-
-def _read(path: Path) -> bytes:
-    """The head of a regular file with one name; nothing through a link or from a FIFO."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return b""
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
-            return b""
-        return fh.read(MAX_FILE_BYTES)
 
 
 def _common(a: str, b: str) -> int:

@@ -373,7 +373,7 @@ def raw_message(
     """A file that is not a valid message, kept as one: raw text (`data`, else read
     from `path`), from `unknown`."""
     if data is None:
-        data = _raw_bytes(path)
+        data = raw_bytes(path)
     extra: dict[str, Any] = {"error": reason} if reason else {}
     try:
         message_id = check_file_id(path.stem)
@@ -385,7 +385,7 @@ def raw_message(
     )
 
 
-def _raw_bytes(path: Path) -> bytes:
+def raw_bytes(path: Path) -> bytes:
     """The head of a regular, single-named file; nothing for anything else. Never read
     through a link put in the message's place since it was looked at, nor from a FIFO."""
     try:
