@@ -22,12 +22,12 @@ from hivemind.agent.record import (
     RomProblem,
     ToolCallRecord,
 )
+from hivemind.cli.logview import ARG_CHARS, RESULT_CHARS
+from hivemind.cli.logview import one_line as log_line
 
 KINDS = ("claimed", "done", "failed", "mail", "rom", "error", "steer")
 """The kinds of event the feed shows (`steer`: a pause, a resume, a retry)."""
 
-ARG_CHARS = 40
-RESULT_CHARS = 100
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,11 @@ def printable(text: str) -> str:
 
 
 def one_line(value: object, limit: int) -> str:
-    """`value` (text, or anything JSON shows) on one line of at most `limit` characters."""
+    """`value` (text, or anything JSON shows) on one line of at most `limit` characters,
+    as `hivemind log` shows it, its control characters as `?`."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                            default=str)
-    flat = printable(" ".join(text.split()))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return printable(log_line(text, limit))
 
 
 Record = CycleStart | CycleRecord | CycleFailed | Interrupted | RomProblem | RomFixed
