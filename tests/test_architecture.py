@@ -15,10 +15,11 @@ MAX_LINES = 500
 
 # package -> the packages it must not import (None: anything but itself and the top)
 FORBIDDEN = {
-    "fs": {"hive", "memory", "ltm", "llm", "tools", "agent", "daemon", "cli"},
-    "hive": {"memory", "ltm", "llm", "tools", "agent", "daemon", "cli"},
+    "fs": {"hive", "memory", "ltm", "llm", "mcp", "tools", "agent", "daemon", "cli"},
+    "hive": {"memory", "ltm", "llm", "mcp", "tools", "agent", "daemon", "cli"},
     "memory": {"hive", "llm", "agent", "daemon", "cli"},
     "llm": {"hive", "agent", "daemon", "cli"},
+    "mcp": {"hive", "memory", "ltm", "llm", "tools", "agent", "daemon", "cli"},
     "ltm": {"agent", "daemon", "cli"},
     "tools": {"agent", "daemon", "cli"},
     "agent": {"daemon", "cli"},
