@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 from hivemind.fs import diskspace
 from hivemind.fs.flush import group_flush
-from hivemind.fs.noreplace import link_new
+from hivemind.fs.noreplace import exchange, link_new
 from hivemind.fs.steps import Steps, run
 
 _temp_seq = itertools.count()
@@ -114,6 +114,32 @@ def atomic_write_steps(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def rewrite_steps(path: Path, text: str, *, fsync: bool = True) -> Steps[bool]:
+    """`atomic_write_steps` of a file that another process may move away meanwhile:
+    the new text takes the place of the file only if it is still there (False, and
+    nothing written, if it was moved first). Where files cannot be swapped in one
+    step, the check and the replace are two (a moment apart)."""
+    mode = _regular_file_mode(path)
+    tmp = write_temp(path.parent, path.name, text.encode("utf-8"), fsync=False)
+    try:
+        if isinstance(mode, int):
+            os.chmod(tmp, mode & 0o777)
+        if fsync:
+            yield [tmp]
+        swapped = exchange(tmp, path)
+        if swapped is None:
+            if not os.path.lexists(path):
+                swapped = False
+            else:
+                os.replace(tmp, path)
+                return True
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.unlink()  # the old version after a swap; the unused new one after a miss
+    return swapped
 
 
 def atomic_write(

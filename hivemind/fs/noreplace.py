@@ -57,6 +57,26 @@ def _rename_noreplace(src: Path, dst: Path) -> bool | None:
     raise OSError(err, os.strerror(err), os.fsdecode(source), None, os.fsdecode(dst))
 
 
+_RENAME_EXCHANGE = 2
+
+
+def exchange(src: Path, dst: Path) -> bool | None:
+    """Swap two files in one atomic step (renameat2 RENAME_EXCHANGE): True; False if
+    either was gone (moved away meanwhile); None where this system or filesystem
+    cannot swap."""
+    if _renameat2 is None:
+        return None
+    source = os.fsencode(src)
+    if _renameat2(_AT_FDCWD, source, _AT_FDCWD, os.fsencode(dst), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.ENOENT:
+        return False
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return None
+    raise OSError(err, os.strerror(err), os.fsdecode(source), None, os.fsdecode(dst))
+
+
 def link_new(src: Path, dst: Path) -> bool:
     """Move `src` to `dst` unless `dst` exists (then `src` stays and False is returned).
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hivemind.clock import utcnow
 from hivemind.errors import FileFormatError, UserError
-from hivemind.fs.atomic import atomic_write_steps, create_new_steps
+from hivemind.fs.atomic import create_new_steps, rewrite_steps
 from hivemind.fs.noreplace import move_into
 from hivemind.fs.steps import Steps, run
 from hivemind.hive.frontmatter import (
@@ -222,6 +222,16 @@ class TaskBoard:
                 f"task {ref.id} is no longer claimed by {agent} (now: {where})"
             ) from None
 
+    def _taken(self, ref: TaskRef, agent: str, ending: str) -> UserError:
+        """The error for an ending that lost the race with a person's cancel or
+        reassign: the task stays where they put it."""
+        self.index.parsed.forget(ref.path)
+        self._loaded(agent, -1)
+        return UserError(
+            f"task {ref.id} was taken from {agent} (cancelled or reassigned by a person) "
+            f"while it was being {ending}: not {ending}"
+        )
+
     def complete(self, ref: TaskRef, result: str, agent: str) -> TaskRef:
         """Append `## Result`, mark done and move the task to done/."""
         return run(self.complete_steps(ref, result, agent))
@@ -249,7 +259,9 @@ class TaskBoard:
         dest = yield from publish_steps(
             task.id, text, ref.path.parent, self.hive.done_dir, fsync=self.fsync
         )
-        retire(self.index, ref.path)
+        if not retire(self.index, ref.path):
+            os.unlink(dest)  # the claim ended first: the task is where it was taken
+            raise self._taken(ref, agent, "completed")
         self.index.parsed.forget(ref.path)
         self._loaded(agent, -1)
         return TaskRef(task, dest, TaskState.DONE, agent, time.time())
@@ -313,8 +325,12 @@ class TaskBoard:
             state, folder = TaskState.FAILED, self.hive.failed_dir
         task = task.model_copy(update=update)
         text = ended_text(text, ref.path, task, _FAIL_FIELDS, f"Attempt {attempts} failed", reason)
-        yield from atomic_write_steps(ref.path, text, fsync=self.fsync)
-        dest = move_into(ref.path, folder, f"{task.id}.md")
+        if not (yield from rewrite_steps(ref.path, text, fsync=self.fsync)):
+            raise self._taken(ref, agent, "failed")  # a person moved it away first
+        try:
+            dest = move_into(ref.path, folder, f"{task.id}.md")
+        except FileNotFoundError:
+            raise self._taken(ref, agent, "failed") from None
         self.index.parsed.forget(ref.path)
         self._loaded(agent, -1)
         if retry:

@@ -72,8 +72,10 @@ def publish_steps(
     return dest
 
 
-def retire(index: TaskIndex, path: Path) -> None:
-    """Remove the claimed copy of a task whose finished version is in done/.
+def retire(index: TaskIndex, path: Path) -> bool:
+    """Remove the claimed copy of a task whose finished version is in done/; False if
+    it was gone already: taken meanwhile (a person cancelled or reassigned the task,
+    which renames the copy away), so the finished version must not stand.
 
     Removed here and now: a background thread for it (freeing a file is the slowest
     step of a completion on ext4) cost the event loop more in turns for the
@@ -81,8 +83,10 @@ def retire(index: TaskIndex, path: Path) -> None:
     removed is listed nowhere by the board, and `retire_finished` tries again at
     the next start.
     """
-    if not _remove(path):
+    removed = _remove(path)
+    if removed is False:
         index.leaving.add(path)
+    return removed is not None
 
 
 def retire_finished(index: TaskIndex, agent: str) -> list[str]:
@@ -107,7 +111,7 @@ def retire_finished(index: TaskIndex, agent: str) -> list[str]:
             continue
         logger.info("%s: removed; its finished version is %s (a stop came between "
                     "the two steps)", path, index.hive.relative(twin))
-        if _remove(path):
+        if _remove(path) is not False:
             index.parsed.forget(path)
             gone.append(claimed.id)
     if gone:
@@ -141,12 +145,12 @@ def _finishes(path: Path, claimed: Task, agent: str, claimed_at: float) -> bool:
     )
 
 
-def _remove(path: Path) -> bool:
-    """Unlink `path`; False (logged) if it is still there."""
+def _remove(path: Path) -> bool | None:
+    """Unlink `path`; False (logged) if it is still there, None if it was gone."""
     try:
         os.unlink(path)
     except FileNotFoundError:
-        pass
+        return None
     except OSError as exc:
         logger.warning("%s: could not be removed: %s", path, exc)
         return False
