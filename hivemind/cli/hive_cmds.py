@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
+from rich.box import SIMPLE_HEAD
 from rich.markup import escape
 from rich.table import Table
 
@@ -373,18 +374,26 @@ def print_status(status: HiveStatus, spent: dict[str, AgentSpend] | None = None)
     if status.trust is not None and (line := ignored_line(status.trust, "hive.toml", folder)):
         console.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
 
-    agents = Table(title="Agents (tokens and cost: today, UTC)", title_justify="left")
-    numbers = ("active", "unread", "tokens", "cost")
-    for column in ("agent", "config", "role", "model", *numbers):
-        agents.add_column(column, justify="right" if column in numbers else "left",
-                          no_wrap=column not in ("role", "model"))
+    # One line per agent at any width: the role comes last and is cut to what is left.
+    agents = Table(title="Agents (tokens and cost: today, UTC)", title_justify="left",
+                   box=SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    rows = []
     for a in status.agents:
-        config = "[green]ok[/]" if a.ok else "[red]invalid[/]"
         today = (spent or {}).get(a.name) or AgentSpend()
-        agents.add_row(
-            escape(a.name), config, escape(a.role), escape(a.model or ""),
-            str(a.active_tasks), str(a.unread), f"{today.tokens:,}", today.cost_text(),
-        )  # fmt: skip
+        rows.append((a.name, "ok" if a.ok else "invalid", a.model or "", str(a.active_tasks),
+                     str(a.unread), f"{today.tokens:,}", today.cost_text(), a.role))
+    columns = ("agent", "config", "model", "active", "unread", "tokens", "cost")
+    for i, column in enumerate(columns):
+        width = max([len(column), *(len(row[i]) for row in rows)])
+        agents.add_column(column, justify="right" if i > 2 else "left", no_wrap=True,
+                          min_width=width, max_width=width)
+    room = max(8, console.width - console.measure(agents).maximum - 3)
+    agents.add_column("role", no_wrap=True, max_width=room)
+    for row in rows:
+        config = "[green]ok[/]" if row[1] == "ok" else "[red]invalid[/]"
+        role = row[7] if len(row[7]) <= room else row[7][: room - 1] + "…"
+        agents.add_row(escape(row[0]), config, *(escape(cell) for cell in row[2:7]),
+                       escape(role))
     console.print(agents if status.agents else "[dim]no agents (add agents/<name>/ROM.md)[/]")
     for a in status.agents:
         if a.paused:
