@@ -1,0 +1,247 @@
+"""One server over its life: started, restarted after a crash with back-off, failed
+when it keeps crashing, stopped. Its calls turn every problem into an error result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from hivemind.mcp.api import McpResult, McpTool, ServerState, ServerStatus
+from hivemind.mcp.connection import CallTimedOut, Connection, ConnectionLost
+from hivemind.mcp.launch import HttpTarget, LaunchProblem, http_target, stdio_parameters
+from hivemind.mcp.results import to_result
+from hivemind.mcp.serverlog import ServerLog
+from hivemind.mcpspec import McpServerSpec
+
+_SETTLED = (ServerStatus.READY, ServerStatus.FAILED, ServerStatus.STOPPED)
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """When a crashed server is started again, and when it is given up on."""
+
+    first_delay: float = 1.0  # then 2, 4, 8 … seconds
+    max_delay: float = 60.0
+    crashes: int = 5  # this many in `window` seconds: failed
+    window: float = 300.0
+    start_timeout: float = 30.0  # to start and list its tools
+    ping: float = 5.0  # after a call timed out: a server silent this long is stuck
+
+
+class ManagedServer:
+    """A server the pool runs (stdio) or connects to (HTTP), shared by its agents."""
+
+    def __init__(self, name: str, spec: McpServerSpec, *, hive_root: Path,
+                 environ: Mapping[str, str], log: ServerLog, policy: RestartPolicy) -> None:
+        self.name = name
+        self.spec = spec
+        self.hive_root = hive_root
+        self.environ = environ
+        self.log = log
+        self.policy = policy
+        self.status = ServerStatus.STARTING
+        self.error: str | None = None
+        self.restarts = 0
+        self.tools: list[McpTool] = []
+        """What it offers, by name (all of it: each agent's allow-list applies later)."""
+        self._conn: Connection | None = None
+        self._crashes: deque[float] = deque()
+        self._settled = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._stuck: Connection | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._supervise(), name=f"mcp-{self.name}-supervisor")
+
+    async def settled(self, within: float) -> None:
+        """Wait until it is ready, failed or stopped (at most `within` seconds)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                await self._settled.wait()
+
+    def state(self, agents: tuple[str, ...]) -> ServerState:
+        conn = self._conn
+        pid = conn.pid if conn is not None and self.status == ServerStatus.READY else None
+        return ServerState(self.name, self.status, self.spec.transport, len(self.tools),
+                           agents, pid=pid, restarts=self.restarts, error=self.error)
+
+    async def call(self, tool: str, arguments: dict[str, Any], *, limit: float,
+                   max_chars: int) -> McpResult:
+        """Call `tool` (`limit`: seconds it may take); the server's problems come back
+        as an error result."""
+        timeout = limit
+        self._notice_end()
+        if self.status not in _SETTLED:
+            await self.settled(timeout)
+        conn = self._conn
+        if self.status != ServerStatus.READY or conn is None:
+            return _error(self._unavailable())
+        if tool not in {t.name for t in conn.tools}:
+            offered = ", ".join(sorted(t.name for t in conn.tools)) or "none"
+            return _error(f"the server `{self.name}` has no tool `{tool}` (it offers: {offered})")
+        try:
+            raw = await conn.call(tool, arguments, timeout)
+        except CallTimedOut:
+            said = f"`{self.name}.{tool}` timed out after {timeout:g} s"
+            if await conn.answers(min(self.policy.ping, timeout)):
+                return _error(said)
+            self._restart(conn)
+            return _error(f"{said}; the server does not answer at all, so it is restarted")
+        except ConnectionLost as e:
+            self._notice_end()
+            verb = "exited" if conn.exited else "failed"
+            return _error(f"the server `{self.name}` {verb} during the call: {e}")
+        except MCPError as e:
+            return _error(f"the server `{self.name}` refused the call: {e.error.message}")
+        except Exception as e:  # an answer the SDK cannot read, say
+            return _error(f"the server `{self.name}` answered the call wrongly: "
+                          f"{type(e).__name__}: {e}")
+        return to_result(raw, max_chars)
+
+    async def stop(self, grace: float) -> None:
+        """Stop it: its session ends cleanly, else it is killed after `grace` seconds."""
+        self._stopping = True
+        self._wake.set()
+        conn, task = self._conn, self._task
+        if conn is not None:
+            await conn.stop(grace)
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                async with asyncio.timeout(grace + 5.0):
+                    await task
+        self._set(ServerStatus.STOPPED)
+
+    def _unavailable(self) -> str:
+        if self.status == ServerStatus.FAILED:
+            return f"the server `{self.name}` failed and is not restarted: {self.error}"
+        if self.status == ServerStatus.STOPPED:
+            return f"the server `{self.name}` is stopped"
+        why = f" after: {self.error}" if self.error else ""
+        return f"the server `{self.name}` is not ready yet ({self.status.value}{why})"
+
+    def _notice_end(self) -> None:
+        """A session that ended is no longer ready, before the supervisor wakes to it."""
+        conn = self._conn
+        if self.status == ServerStatus.READY and conn is not None and conn.ended.is_set():
+            self._set(ServerStatus.RESTARTING)
+
+    def _restart(self, conn: Connection) -> None:
+        """Have the supervisor restart a stuck server (once, whoever asks)."""
+        if conn is self._conn and self._stuck is None:
+            self._stuck = conn
+            self._set(ServerStatus.RESTARTING)  # later calls wait for the new one
+            self._wake.set()
+
+    def _set(self, status: ServerStatus) -> None:
+        self.status = status
+        if status in _SETTLED:
+            self._settled.set()
+        else:
+            self._settled.clear()
+
+    async def _supervise(self) -> None:
+        try:
+            while not self._stopping:
+                self._wake.clear()
+                launch = self._launch()
+                if launch is None:
+                    return
+                conn = Connection(self.name, launch, self.log)
+                self._conn = conn
+                try:
+                    await conn.open(self.policy.start_timeout)
+                except ConnectionLost as e:
+                    why = f"exited while starting: {e}" if conn.exited else str(e)
+                    if self._stopping or not await self._crashed(why):
+                        return
+                    continue
+                self.tools = sorted((McpTool(self.name, t.name, t.description or "",
+                                             dict(t.input_schema)) for t in conn.tools),
+                                    key=lambda t: t.name)
+                self.log.note(f"ready: {len(self.tools)} tools, pid {conn.pid}")
+                self._set(ServerStatus.READY)
+                await _first(conn.ended, self._wake)
+                if self._stopping:
+                    return
+                stuck = self._stuck is conn
+                if stuck:
+                    self._stuck = None
+                    await conn.stop(0.0)
+                    why = "it did not answer after a call timed out"
+                else:
+                    why = f"exited: {conn.end_reason}" if conn.exited else f"{conn.end_reason}"
+                # A stuck server is started again at once: it did not crash, it was cut.
+                if not await self._crashed(why, back_off=not stuck):
+                    return
+        finally:
+            if self._stopping:
+                self._set(ServerStatus.STOPPED)
+
+    def _launch(self) -> StdioServerParameters | HttpTarget | None:
+        """How to start or reach it now; None (and failed) if the ROM's settings cannot
+        work."""
+        try:
+            launch: StdioServerParameters | HttpTarget
+            if self.spec.url is not None:
+                launch = http_target(self.spec, self.environ)
+                self.log.note(f"connecting to {launch.url}")
+            else:
+                launch = stdio_parameters(self.spec, self.hive_root, self.environ)
+                self.log.note(f"starting {self.spec.command} {' '.join(self.spec.args)}")
+        except LaunchProblem as e:
+            self.error = str(e)
+            self._set(ServerStatus.FAILED)
+            return None
+        return launch
+
+    async def _crashed(self, why: str, *, back_off: bool = True) -> bool:
+        """Count a crash; wait out the back-off and say True, or mark it failed."""
+        self.log.note(why)
+        now = time.monotonic()
+        self._crashes.append(now)
+        while self._crashes and self._crashes[0] < now - self.policy.window:
+            self._crashes.popleft()
+        self.error = why
+        n = len(self._crashes)
+        if n >= self.policy.crashes:
+            self.error = (f"{why} ({n} crashes in {self.policy.window:g} s: not restarted "
+                          "until its settings change or hivemind restarts)")
+            self._set(ServerStatus.FAILED)
+            return False
+        self.restarts += 1
+        self._set(ServerStatus.RESTARTING)
+        delay = min(self.policy.max_delay, self.policy.first_delay * 2 ** (n - 1))
+        if not back_off:
+            return not self._stopping
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay):
+                await self._wake.wait()
+        return not self._stopping
+
+
+async def _first(*events: asyncio.Event) -> None:
+    """Wait until one of `events` is set."""
+    waits = [asyncio.create_task(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
+def _error(text: str) -> McpResult:
+    return McpResult(text, is_error=True)
+

@@ -1,0 +1,123 @@
+"""A server's stderr: its last lines kept for `status`, the rest in a bounded log file.
+
+A stdio server writes its stderr into a pipe that a thread of ours drains, so the
+server never blocks on a full pipe and never prints on the daemon's console; file
+writes happen on that thread, off the event loop. The log file (when the pool is
+given a folder) is capped: past `MAX_LOG_BYTES` it moves to `<name>.log.1`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections import deque
+from pathlib import Path
+from typing import IO
+
+from hivemind.clock import utcnow
+from hivemind.mcp.leash import PID_MARK
+
+MAX_LOG_BYTES = 1_000_000
+TAIL_LINES = 20
+LINE_CHARS = 300  # a line kept in memory is cut to this
+_READ = 65_536
+
+
+class ServerLog:
+    """One server's stderr over its restarts: the tail in memory, the log on disk."""
+
+    def __init__(self, name: str, path: Path | None) -> None:
+        self.name = name
+        self.path = path
+        self.tail: deque[tuple[int, str]] = deque(maxlen=TAIL_LINES)
+        self.lines = 0
+        """Lines read so far, over every run (a run's lines are those past its start)."""
+        self._lock = threading.Lock()
+
+    def last_line(self, since: int = 0) -> str | None:
+        """What the server printed last (a line with some text) after line `since`."""
+        with self._lock:
+            for number, line in reversed(self.tail):
+                if number <= since:
+                    break
+                if line.strip():
+                    return line.strip()
+        return None
+
+    def note(self, text: str) -> None:
+        """A line of our own in the log (a start, an exit), not in the tail."""
+        self._write(f"--- {utcnow().isoformat(timespec='seconds')} {text}\n")
+
+    def open_pipe(self) -> StderrPipe:
+        """A new pipe for a server's stderr, drained into this log."""
+        return StderrPipe(self)
+
+    def _line(self, line: str) -> None:
+        with self._lock:
+            self.lines += 1
+            self.tail.append((self.lines, line[:LINE_CHARS]))
+
+    def _write(self, text: str) -> None:
+        if self.path is None:
+            return
+        with contextlib.suppress(OSError):  # a full disk must not stop the server
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._lock:
+                if self.path.exists() and self.path.stat().st_size > MAX_LOG_BYTES:
+                    os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+                with self.path.open("a", encoding="utf-8") as out:
+                    out.write(text)
+
+
+class StderrPipe:
+    """The pipe one server process writes its stderr into, and the thread draining it.
+
+    `writer` goes to the child; call `spawned()` once it runs (our copy of the write
+    end is closed, so the pipe ends when the server and its children are gone).
+    """
+
+    def __init__(self, log: ServerLog) -> None:
+        self.log = log
+        read_fd, write_fd = os.pipe()
+        self.writer: IO[str] = os.fdopen(write_fd, "w")
+        self._reader = read_fd
+        self.pid: int | None = None
+        self.pid_known = threading.Event()
+        self.ended = threading.Event()
+        self._thread = threading.Thread(target=self._drain, name=f"mcp-{log.name}-stderr",
+                                        daemon=True)
+        self._thread.start()
+
+    def spawned(self) -> None:
+        with contextlib.suppress(OSError):
+            self.writer.close()
+
+    def _drain(self) -> None:
+        partial = ""
+        first = True
+        try:
+            while chunk := os.read(self._reader, _READ):
+                text = partial + chunk.decode("utf-8", errors="replace")
+                lines = text.split("\n")
+                partial = lines.pop()[-LINE_CHARS * 4:]  # a never-ending line stays bounded
+                if first and lines:
+                    first = False
+                    if lines[0].startswith(PID_MARK):
+                        with contextlib.suppress(ValueError):
+                            self.pid = int(lines.pop(0)[len(PID_MARK):])
+                    self.pid_known.set()
+                for line in lines:
+                    self.log._line(line)
+                if lines:
+                    self.log._write("".join(f"{line}\n" for line in lines))
+            if partial:
+                self.log._line(partial)
+                self.log._write(partial + "\n")
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(self._reader)
+            self.pid_known.set()
+            self.ended.set()

@@ -1,0 +1,81 @@
+"""A small stdio MCP server for the pool's tests (the SDK's server side).
+
+Its tools: `lookup` answers, `env` reads a variable of its environment, `big` returns
+n characters, `pid` says its process id, `fail` raises, `crash` exits mid-call, `stall`
+blocks its own event loop (a stuck server), `slow` sleeps without blocking it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("notes")
+
+
+@app.tool()
+def lookup(q: str) -> str:
+    """Look a note up by its title."""
+    return f"note about {q}"
+
+
+@app.tool()
+def env(name: str) -> str:
+    """A variable of the server's environment."""
+    return os.environ.get(name, "<unset>")
+
+
+@app.tool()
+def big(n: int) -> str:
+    """n characters."""
+    return "x" * n
+
+
+@app.tool()
+def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+
+@app.tool()
+def cwd() -> str:
+    """The server's working folder."""
+    return os.getcwd()
+
+
+@app.tool()
+def fail() -> str:
+    """Always raises."""
+    raise ValueError("no such note")
+
+
+@app.tool()
+def crash() -> str:
+    """Exits mid-call."""
+    print("notes: the index is corrupt", file=sys.stderr, flush=True)
+    os._exit(1)
+
+
+@app.tool()
+async def stall() -> str:
+    """Blocks the server's event loop: it answers nothing any more."""
+    time.sleep(3600)
+    return "never"
+
+
+@app.tool()
+async def slow(seconds: float) -> str:
+    """Sleeps without blocking the server."""
+    await anyio.sleep(seconds)
+    return "slept"
+
+
+if __name__ == "__main__":
+    if os.environ.get("NOTES_CRASH_AT_START"):
+        print("notes: cannot open the index", file=sys.stderr, flush=True)
+        sys.exit(3)
+    app.run()
