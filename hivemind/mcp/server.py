@@ -83,8 +83,8 @@ class ManagedServer:
         as an error result."""
         timeout = limit
         self._notice_end()
-        if self.status not in _SETTLED:
-            await self.settled(timeout)
+        if self.status not in _SETTLED:  # (re)starting: as long as a start may take
+            await self.settled(self.policy.start_timeout)
         conn = self._conn
         if self.status != ServerStatus.READY or conn is None:
             return _error(self._unavailable())

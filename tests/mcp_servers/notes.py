@@ -61,8 +61,11 @@ def crash() -> str:
 
 
 @app.tool()
-async def stall() -> str:
-    """Blocks the server's event loop: it answers nothing any more."""
+async def stall(mark: str = "") -> str:
+    """Blocks the server's event loop: it answers nothing any more (nor sees its stdin
+    close). `mark`: a file it creates first."""
+    if mark:
+        open(mark, "w").close()
     time.sleep(3600)
     return "never"
 

@@ -1,0 +1,132 @@
+"""The MCP pool when servers misbehave: they crash mid-call, hang, answer 5 MB, keep
+crashing, or outlive a daemon killed with -9."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hivemind.mcp.api import ServerStatus
+from hivemind.mcp.pool import McpPool
+from tests.mcp_helpers import QUICK, alive, gone, notes_spec
+
+
+@pytest.fixture
+async def pool(tmp_path: Path) -> AsyncIterator[McpPool]:
+    pool = McpPool(tmp_path, {}, policy=QUICK)
+    try:
+        yield pool
+    finally:
+        await pool.aclose(grace=2.0)
+
+
+async def pid_of(pool: McpPool) -> int:
+    result = await pool.call("lead", "notes", "pid", {})
+    assert not result.is_error, result.text
+    return int(result.text)
+
+
+async def test_a_server_that_exits_mid_call_errs_that_call_and_restarts(pool: McpPool) -> None:
+    await pool.attach("lead", {"notes": notes_spec()})
+    before = await pid_of(pool)
+    crashed = await pool.call("lead", "notes", "crash", {})
+    assert crashed.is_error
+    assert crashed.text == ("the server `notes` exited during the call: "
+                            "notes: the index is corrupt")
+    assert await pid_of(pool) != before  # the next call waits for the restart
+    [state] = pool.states()
+    assert (state.status, state.restarts) == (ServerStatus.READY, 1)
+    assert state.error == "exited: notes: the index is corrupt"
+
+
+async def test_a_call_past_its_timeout_is_an_error_and_a_live_server_stays(
+        pool: McpPool) -> None:
+    await pool.attach("lead", {"notes": notes_spec(timeout=0.5)})
+    before = await pid_of(pool)
+    result = await pool.call("lead", "notes", "slow", {"seconds": 30})
+    assert result.is_error and result.text == "`notes.slow` timed out after 0.5 s"
+    assert await pid_of(pool) == before
+
+
+async def test_a_stuck_server_is_restarted_after_a_timeout(pool: McpPool) -> None:
+    await pool.attach("lead", {"notes": notes_spec(timeout=1)})
+    before = await pid_of(pool)
+    result = await pool.call("lead", "notes", "stall", {})
+    assert result.is_error and "timed out after 1 s" in result.text
+    assert "restarted" in result.text
+    assert await gone(before)
+    after = await pool.call("lead", "notes", "lookup", {"q": "bees"})
+    assert after.text == "note about bees"
+
+
+async def test_a_5_mb_result_is_cut_to_the_cap(pool: McpPool) -> None:
+    await pool.attach("lead", {"notes": notes_spec()})
+    result = await pool.call("lead", "notes", "big", {"n": 5_000_000}, max_chars=20_000)
+    assert not result.is_error and result.cut == 4_980_000
+    assert result.text.startswith("x" * 20_000)
+    assert result.text.endswith("[... 4980000 more characters cut]")
+    assert len(result.text) < 20_100
+
+
+async def test_a_server_that_keeps_crashing_is_failed_and_its_tools_withdrawn(
+        pool: McpPool) -> None:
+    await pool.attach("lead", {"notes": notes_spec(env={"NOTES_CRASH_AT_START": "1"})})
+    [state] = pool.states()
+    assert state.status == ServerStatus.FAILED
+    assert state.restarts == QUICK.crashes - 1
+    assert state.error is not None and "cannot open the index" in state.error
+    assert pool.tools_for("lead") == []
+    result = await pool.call("lead", "notes", "lookup", {"q": "x"})
+    assert result.is_error and "failed and is not restarted" in result.text
+
+
+DAEMON = """
+import asyncio, sys
+from pathlib import Path
+from hivemind.mcp.pool import McpPool
+from hivemind.mcpspec import McpServerSpec
+
+async def main():
+    pool = McpPool(Path(sys.argv[1]), {})
+    spec = McpServerSpec(command=sys.executable, args=[sys.argv[2]])
+    await pool.attach("lead", {"notes": spec})
+    pid = (await pool.call("lead", "notes", "pid", {})).text
+    # A stalled server never reads its stdin closing: only the leash can end it.
+    stalled = asyncio.create_task(pool.call("lead", "notes", "stall", {"mark": sys.argv[3]}))
+    while not Path(sys.argv[3]).exists():
+        await asyncio.sleep(0.02)
+    print(pid, flush=True)
+    await stalled
+
+asyncio.run(main())
+"""
+
+
+async def test_kill_9_of_the_daemon_leaves_no_server_behind(tmp_path: Path) -> None:
+    server = Path(__file__).parent / "mcp_servers" / "notes.py"
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).parent.parent)}
+    daemon = subprocess.Popen([sys.executable, "-c", DAEMON, str(tmp_path), str(server),
+                               str(tmp_path / "stalled")],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    pid = 0
+    try:
+        assert daemon.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(daemon.stdout.readline), 60)
+        pid = int(line)
+        assert alive(pid)
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait(30)
+        assert await gone(pid)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+        if pid and alive(pid):
+            os.kill(pid, signal.SIGKILL)  # not left behind by a failing run either
