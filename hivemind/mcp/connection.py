@@ -90,6 +90,7 @@ class Connection:
         session = self._session
         if session is None or self.ended.is_set():
             raise ConnectionLost(self.end_reason or "it is not running")
+        said = "the connection closed"
         try:
             return await session.call_tool(tool, arguments, read_timeout_seconds=seconds)
         except MCPError as e:
@@ -97,12 +98,14 @@ class Connection:
                 raise CallTimedOut from e
             if e.code != types.CONNECTION_CLOSED:
                 raise
+            said = e.error.message
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_EXIT_SEEN * 2):
-                await self.ended.wait()
-        raise ConnectionLost(self.end_reason or "the connection closed")
+        if self._pipe is not None:  # a stdio server that exited: its session ends soon
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_EXIT_SEEN * 2):
+                    await self.ended.wait()
+        raise ConnectionLost(self.end_reason or said)
 
     async def answers(self, within: float) -> bool:
         """Whether the server answers a ping within `within` seconds."""

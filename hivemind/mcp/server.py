@@ -59,7 +59,8 @@ class ManagedServer:
         self._settled = asyncio.Event()
         self._wake = asyncio.Event()
         self._stopping = False
-        self._stuck: Connection | None = None
+        self._cut: tuple[Connection, str, bool] | None = None
+        """A session to end and start again: it, why, whether to back off first."""
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -97,9 +98,11 @@ class ManagedServer:
             said = f"`{self.name}.{tool}` timed out after {timeout:g} s"
             if await conn.answers(min(self.policy.ping, timeout)):
                 return _error(said)
-            self._restart(conn)
+            self._restart(conn, "it did not answer after a call timed out", back_off=False)
             return _error(f"{said}; the server does not answer at all, so it is restarted")
         except ConnectionLost as e:
+            if not conn.ended.is_set():  # an HTTP session whose endpoint went away
+                self._restart(conn, f"its connection failed: {e}", back_off=True)
             self._notice_end()
             verb = "exited" if conn.exited else "failed"
             return _error(f"the server `{self.name}` {verb} during the call: {e}")
@@ -137,10 +140,10 @@ class ManagedServer:
         if self.status == ServerStatus.READY and conn is not None and conn.ended.is_set():
             self._set(ServerStatus.RESTARTING)
 
-    def _restart(self, conn: Connection) -> None:
-        """Have the supervisor restart a stuck server (once, whoever asks)."""
-        if conn is self._conn and self._stuck is None:
-            self._stuck = conn
+    def _restart(self, conn: Connection, why: str, *, back_off: bool) -> None:
+        """Have the supervisor restart a stuck or broken server (once, whoever asks)."""
+        if conn is self._conn and self._cut is None:
+            self._cut = (conn, why, back_off)
             self._set(ServerStatus.RESTARTING)  # later calls wait for the new one
             self._wake.set()
 
@@ -175,15 +178,14 @@ class ManagedServer:
                 await _first(conn.ended, self._wake)
                 if self._stopping:
                     return
-                stuck = self._stuck is conn
-                if stuck:
-                    self._stuck = None
+                back_off = True
+                if self._cut is not None and self._cut[0] is conn:
+                    _, why, back_off = self._cut  # a stuck one starts again at once
+                    self._cut = None
                     await conn.stop(0.0)
-                    why = "it did not answer after a call timed out"
                 else:
                     why = f"exited: {conn.end_reason}" if conn.exited else f"{conn.end_reason}"
-                # A stuck server is started again at once: it did not crash, it was cut.
-                if not await self._crashed(why, back_off=not stuck):
+                if not await self._crashed(why, back_off=back_off):
                     return
         finally:
             if self._stopping:
