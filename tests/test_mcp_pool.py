@@ -171,3 +171,15 @@ async def test_stderr_goes_to_the_servers_log_file(pool: McpPool, tmp_path: Path
         await asyncio.sleep(0.05)
     text = log.read_text()
     assert "starting" in text and "notes: the index is corrupt" in text
+
+
+async def test_tools_a_server_adds_are_offered_once_it_says_so(
+        pool: McpPool, tmp_path: Path) -> None:
+    await pool.attach("lead", {"notes": notes_spec()})
+    assert (await pool.call("lead", "notes", "grow", {"name": "tally"})).text == "grown"
+    deadline = time.monotonic() + 30
+    while "tally" not in {t.name for t in pool.tools_for("lead")}:
+        assert time.monotonic() < deadline, "the new tool was never listed"
+        await asyncio.sleep(0.05)
+    assert (await pool.call("lead", "notes", "tally", {})).text == "I am tally"
+    assert "info: grew tally" in (tmp_path / "logs" / "notes.log").read_text()

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, TextIO, cast
 
@@ -47,10 +47,14 @@ class Connection:
     """A live session: `open` it, `call` its tools, `stop` it."""
 
     def __init__(self, name: str, launch: StdioServerParameters | HttpTarget,
-                 log: ServerLog) -> None:
+                 log: ServerLog,
+                 on_tools: Callable[[list[types.Tool]], None] | None = None) -> None:
+        """`on_tools` hears of the tools the server offers when it says they changed."""
         self.name = name
         self.launch = launch
         self.log = log
+        self.on_tools = on_tools
+        self._relisting: asyncio.Task[None] | None = None
         self.tools: list[types.Tool] = []
         self.ready = asyncio.Event()
         self.ended = asyncio.Event()
@@ -154,8 +158,9 @@ class Connection:
                 relay = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(relay.cancel_scope.cancel)  # before the group's exit
                 relay.start_soon(self._relay, read, sink)
-                session = await stack.enter_async_context(
-                    ClientSession(source, write, client_info=CLIENT))
+                session = await stack.enter_async_context(ClientSession(
+                    source, write, client_info=CLIENT, message_handler=self._heard,
+                    logging_callback=self._logged))
                 with anyio.fail_after(start_timeout):
                     await session.initialize()
                     self.tools = await _all_tools(session)
@@ -202,6 +207,30 @@ class Connection:
                 return
         self._lost = True
         self._wake.set()
+
+    async def _heard(self, message: types.ServerNotification | Exception) -> None:
+        """The server says its tools changed: list them again (in a task of its own:
+        this runs in the session's receive loop, which the answer needs)."""
+        if (isinstance(message, types.ToolListChangedNotification) and self.ready.is_set()
+                and (self._relisting is None or self._relisting.done())):
+            self._relisting = asyncio.create_task(self._relist())
+
+    async def _relist(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        try:
+            async with asyncio.timeout(60.0):
+                self.tools = await _all_tools(session)
+        except (TimeoutError, MCPError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return  # the session is ending, or the server is busy: keep what we had
+        if self.on_tools is not None:
+            self.on_tools(self.tools)
+
+    async def _logged(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A log message the server sends over MCP goes to its log, as stderr does."""
+        data = params.data if isinstance(params.data, str) else repr(params.data)
+        self.log.note(f"{params.level}: {' '.join(data.split())[:1000]}")
 
     async def _why(self, reason: str | None) -> str:
         """One line on why the session ended: for a stdio server that exited, what it

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
@@ -134,6 +135,12 @@ class ManagedServer:
         why = f" after: {self.error}" if self.error else ""
         return f"the server `{self.name}` is not ready yet ({self.status.value}{why})"
 
+    def _offered(self, tools: list[types.Tool]) -> None:
+        """What the server offers now (at its start, and when it says it changed)."""
+        self.tools = sorted((McpTool(self.name, t.name, t.description or "",
+                                     dict(t.input_schema)) for t in tools),
+                            key=lambda t: t.name)
+
     def _notice_end(self) -> None:
         """A session that ended is no longer ready, before the supervisor wakes to it."""
         conn = self._conn
@@ -161,7 +168,7 @@ class ManagedServer:
                 launch = self._launch()
                 if launch is None:
                     return
-                conn = Connection(self.name, launch, self.log)
+                conn = Connection(self.name, launch, self.log, on_tools=self._offered)
                 self._conn = conn
                 try:
                     await conn.open(self.policy.start_timeout)
@@ -170,9 +177,7 @@ class ManagedServer:
                     if self._stopping or not await self._crashed(why):
                         return
                     continue
-                self.tools = sorted((McpTool(self.name, t.name, t.description or "",
-                                             dict(t.input_schema)) for t in conn.tools),
-                                    key=lambda t: t.name)
+                self._offered(conn.tools)
                 self.log.note(f"ready: {len(self.tools)} tools, pid {conn.pid}")
                 self._set(ServerStatus.READY)
                 await _first(conn.ended, self._wake)

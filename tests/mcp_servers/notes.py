@@ -1,8 +1,9 @@
 """A small stdio MCP server for the pool's tests (the SDK's server side).
 
 Its tools: `lookup` answers, `env` reads a variable of its environment, `big` returns
-n characters, `pid` says its process id, `fail` raises, `crash` exits mid-call, `stall`
-blocks its own event loop (a stuck server), `slow` sleeps without blocking it.
+n characters, `grow` adds a tool, `pid` says its process id, `fail` raises, `crash`
+exits mid-call, `stall` blocks its own event loop (a stuck server), `slow` sleeps
+without blocking it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 import time
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 app = MCPServer("notes")
 
@@ -45,6 +46,15 @@ def pid() -> str:
 def cwd() -> str:
     """The server's working folder."""
     return os.getcwd()
+
+
+@app.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Adds a tool `name` and tells the client its tools changed."""
+    app.add_tool(lambda: f"I am {name}", name=name, description=f"The tool {name}.")
+    await ctx.session.send_tool_list_changed()
+    await ctx.info(f"grew {name}")
+    return "grown"
 
 
 @app.tool()
