@@ -124,7 +124,9 @@ class ManagedServer:
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 async with asyncio.timeout(grace + 5.0):
-                    await task
+                    await asyncio.shield(task)
+            if not task.done():
+                task.cancel()
         self._set(ServerStatus.STOPPED)
 
     def _unavailable(self) -> str:
@@ -230,9 +232,9 @@ class ManagedServer:
         self.restarts += 1
         self._set(ServerStatus.RESTARTING)
         delay = min(self.policy.max_delay, self.policy.first_delay * 2 ** (n - 1))
-        if not back_off:
+        if not back_off or self._stopping:
             return not self._stopping
-        self._wake.clear()
+        self._wake.clear()  # (a stop asked before this point was seen just above)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(delay):
                 await self._wake.wait()
