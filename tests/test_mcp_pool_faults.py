@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 
 from hivemind.mcp.api import ServerStatus
 from hivemind.mcp.pool import McpPool
+from hivemind.mcp.server import RestartPolicy
 from tests.mcp_helpers import QUICK, alive, gone, notes_spec
 
 
@@ -130,3 +132,16 @@ async def test_kill_9_of_the_daemon_leaves_no_server_behind(tmp_path: Path) -> N
             daemon.wait()
         if pid and alive(pid):
             os.kill(pid, signal.SIGKILL)  # not left behind by a failing run either
+
+
+async def test_a_server_waiting_out_its_back_off_stops_at_once(tmp_path: Path) -> None:
+    pool = McpPool(tmp_path, {}, policy=RestartPolicy(first_delay=600.0, max_delay=600.0))
+    await pool.attach("lead", {"notes": notes_spec(env={"NOTES_CRASH_AT_START": "1"})},
+                      wait=0)
+    deadline = time.monotonic() + 60
+    while pool.states()[0].status != ServerStatus.RESTARTING:
+        assert time.monotonic() < deadline, pool.states()
+        await asyncio.sleep(0.05)
+    started = time.monotonic()
+    await pool.aclose(grace=1.0)
+    assert time.monotonic() - started < 30  # not the 600 s back-off
