@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from hivemind.mcp.results import to_result
 from hivemind.mcp.serverlog import ServerLog
 from hivemind.mcpspec import McpServerSpec
 
+logger = logging.getLogger(__name__)
 _SETTLED = (ServerStatus.READY, ServerStatus.FAILED, ServerStatus.STOPPED)
 
 
@@ -83,7 +85,6 @@ class ManagedServer:
                    max_chars: int) -> McpResult:
         """Call `tool` (`limit`: seconds it may take); the server's problems come back
         as an error result."""
-        timeout = limit
         self._notice_end()
         if self.status not in _SETTLED:  # (re)starting: as long as a start may take
             await self.settled(self.policy.start_timeout)
@@ -94,10 +95,10 @@ class ManagedServer:
             offered = ", ".join(sorted(t.name for t in conn.tools)) or "none"
             return _error(f"the server `{self.name}` has no tool `{tool}` (it offers: {offered})")
         try:
-            raw = await conn.call(tool, arguments, timeout)
+            raw = await conn.call(tool, arguments, limit)
         except CallTimedOut:
-            said = f"`{self.name}.{tool}` timed out after {timeout:g} s"
-            if await conn.answers(min(self.policy.ping, timeout)):
+            said = f"`{self.name}.{tool}` timed out after {limit:g} s"
+            if await conn.answers(self.policy.ping):
                 return _error(said)
             self._restart(conn, "it did not answer after a call timed out", back_off=False)
             return _error(f"{said}; the server does not answer at all, so it is restarted")
@@ -194,6 +195,10 @@ class ManagedServer:
                     why = f"exited: {conn.end_reason}" if conn.exited else f"{conn.end_reason}"
                 if not await self._crashed(why, back_off=back_off):
                     return
+        except Exception as e:  # a bug of ours: the server is given up, the daemon goes on
+            logger.exception("MCP server %s: its supervisor failed", self.name)
+            self.error = f"hivemind could not run it: {type(e).__name__}: {e}"
+            self._set(ServerStatus.FAILED)
         finally:
             if self._stopping:
                 self._set(ServerStatus.STOPPED)
