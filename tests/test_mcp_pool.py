@@ -13,6 +13,7 @@ import pytest
 
 from hivemind.mcp.api import ServerStatus
 from hivemind.mcp.pool import McpPool
+from hivemind.mcpspec import McpServerSpec
 from tests.mcp_helpers import QUICK, alive, gone, notes_spec
 
 
@@ -183,3 +184,15 @@ async def test_tools_a_server_adds_are_offered_once_it_says_so(
         await asyncio.sleep(0.05)
     assert (await pool.call("lead", "notes", "tally", {})).text == "I am tally"
     assert "info: grew tally" in (tmp_path / "logs" / "notes.log").read_text()
+
+
+async def test_the_sdks_complaints_go_to_the_servers_log_not_the_console(
+        pool: McpPool, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    notes = notes_spec()
+    banner = McpServerSpec(command="sh", args=(  # a banner on stdout, before the server
+        "-c", f'echo "NOTES READY!!!"; exec "{notes.command}" "{notes.args[0]}"'))
+    await pool.attach("lead", {"notes": banner})
+    assert (await pool.call("lead", "notes", "lookup", {"q": "x"})).text == "note about x"
+    text = (tmp_path / "logs" / "notes.log").read_text()
+    assert "mcp sdk error: Failed to parse JSONRPC message" in text
+    assert "JSON" not in capfd.readouterr().err

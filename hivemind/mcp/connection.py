@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from hivemind.mcp.launch import HttpTarget
-from hivemind.mcp.serverlog import ServerLog, StderrPipe
+from hivemind.mcp.serverlog import CURRENT, ServerLog, StderrPipe
 
 CLIENT = types.Implementation(name="hivemind", version="0.1")
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
@@ -151,6 +151,7 @@ class Connection:
             os.killpg(pipe.pid, signal.SIGKILL)
 
     async def _run(self, start_timeout: float) -> None:
+        CURRENT.set(self.log)  # this task's own context, and that of the SDK's under it
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())

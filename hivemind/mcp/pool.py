@@ -19,7 +19,7 @@ from hivemind.mcp.api import McpResult, McpTool, ServerState
 from hivemind.mcp.api import ServerStatus as Status
 from hivemind.mcp.launch import launch_key
 from hivemind.mcp.server import ManagedServer, RestartPolicy
-from hivemind.mcp.serverlog import ServerLog
+from hivemind.mcp.serverlog import ServerLog, keep_sdk_records
 from hivemind.mcpspec import McpServerSpec
 
 MAX_CHARS = 20_000
@@ -44,6 +44,7 @@ class McpPool:
         self._logs: dict[str, ServerLog] = {}
         self._lock = asyncio.Lock()
         self._closed = False
+        keep_sdk_records()
 
     async def attach(self, agent: str, servers: Mapping[str, McpServerSpec], *,
                      wait: float | None = None) -> None:

@@ -9,9 +9,11 @@ given a folder) is capped: past `MAX_LOG_BYTES` it moves to `<name>.log.1`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections import deque
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO
 
@@ -22,6 +24,32 @@ MAX_LOG_BYTES = 1_000_000
 TAIL_LINES = 20
 LINE_CHARS = 300  # a line kept in memory is cut to this
 _READ = 65_536
+
+
+CURRENT: ContextVar[ServerLog | None] = ContextVar("mcp_server_log", default=None)
+"""The log of the server whose session this task (and the SDK's tasks under it) runs."""
+
+
+class _SdkRecords(logging.Handler):
+    """The SDK's own warnings (a line on stdout that is not JSON, a session that would
+    not end) go to the log of the server they are about, never to the console."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        log = CURRENT.get()
+        if log is None:
+            return
+        said = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            said += f": {type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        log.note(f"mcp sdk {record.levelname.lower()}: {' '.join(said.split())[:1000]}")
+
+
+def keep_sdk_records() -> None:
+    """Route the `mcp` SDK's log records into the servers' logs (once per process)."""
+    sdk = logging.getLogger("mcp")
+    if not any(isinstance(h, _SdkRecords) for h in sdk.handlers):
+        sdk.addHandler(_SdkRecords(logging.WARNING))
+        sdk.propagate = False
 
 
 class ServerLog:
