@@ -17,6 +17,14 @@ The contract:
 
 Nothing starts before `attach`; the caller decides trust (an untrusted hive's servers
 are never attached).
+
+What the pool adds: `McpPool(..., log_dir=...)` keeps each server's stderr (and the
+SDK's complaints about it) in `<log_dir>/<name>.log`, capped; `policy=RestartPolicy(...)`
+sets the back-off and when a server is failed. `attach` returns once each of the
+agent's servers is ready or failed (at most `wait`, default the 30 s start timeout).
+Agents whose blocks differ only in `tools` or `timeout` share one process; a server
+started in the daemon dies with it (kill -9 included) if the pool's event loop runs in
+a thread that lives as long as the daemon (its main thread).
 """
 
 from __future__ import annotations
