@@ -98,6 +98,14 @@ async def test_a_changed_spec_restarts_the_server(pool: McpPool) -> None:
     assert len(pool.states()) == 1
 
 
+async def test_a_changed_allow_list_or_timeout_keeps_the_process(pool: McpPool) -> None:
+    await pool.attach("lead", {"notes": notes_spec(tools=["pid"])})
+    before = await pid_of(pool)
+    await pool.attach("lead", {"notes": notes_spec(tools=["pid", "lookup"], timeout=5)})
+    assert await pid_of(pool) == before
+    assert [t.name for t in pool.tools_for("lead")] == ["lookup", "pid"]
+
+
 async def test_a_server_no_agent_names_is_stopped(pool: McpPool) -> None:
     await pool.attach("lead", {"notes": notes_spec()})
     await pool.attach("scout", {"notes": notes_spec()})
