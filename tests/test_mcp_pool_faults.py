@@ -86,7 +86,8 @@ async def test_a_server_that_keeps_crashing_is_failed_and_its_tools_withdrawn(
     assert state.error is not None and "cannot open the index" in state.error
     assert pool.tools_for("lead") == []
     result = await pool.call("lead", "notes", "lookup", {"q": "x"})
-    assert result.is_error and "failed and is not restarted" in result.text
+    assert result.is_error and result.text.startswith("the server `notes` has failed: ")
+    assert "not restarted until its settings change" in result.text
 
 
 DAEMON = """

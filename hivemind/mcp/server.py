@@ -132,7 +132,7 @@ class ManagedServer:
 
     def _unavailable(self) -> str:
         if self.status == ServerStatus.FAILED:
-            return f"the server `{self.name}` failed and is not restarted: {self.error}"
+            return f"the server `{self.name}` has failed: {self.error}"
         if self.status == ServerStatus.STOPPED:
             return f"the server `{self.name}` is stopped"
         why = f" after: {self.error}" if self.error else ""
@@ -230,7 +230,7 @@ class ManagedServer:
         self.error = why
         n = len(self._crashes)
         if n >= self.policy.crashes:
-            self.error = (f"{why} ({n} crashes in {self.policy.window:g} s: not restarted "
+            self.error = (f"{why} ({n} crashes in {self.policy.window:g} s; not restarted "
                           "until its settings change or hivemind restarts)")
             self._set(ServerStatus.FAILED)
             return False
