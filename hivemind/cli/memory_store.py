@@ -7,6 +7,9 @@ import os
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from hivemind.cli.common import fail, resolve_hive
 from hivemind.errors import HivemindError, UserError
@@ -16,6 +19,21 @@ from hivemind.ltm.backend import MemoryBackend
 from hivemind.ltm.inmemory import InMemoryBackend
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.ltm.store import LongTermMemory
+
+EmbeddingsOption = Annotated[
+    bool,
+    typer.Option(
+        "--embeddings",
+        help="Also rank by sentence embeddings (needs hivemind's optional 'embeddings' extra).",
+    ),
+]
+
+
+def checked_project(name: str | None) -> str | None:
+    """--project as given; a blank name (which would silently mean global) is refused."""
+    if name is not None and not name.strip():
+        fail("--project is empty: give a project name, or leave --project out for global")
+    return name
 
 
 @contextmanager
