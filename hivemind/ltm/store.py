@@ -15,11 +15,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from hivemind.errors import MemoryFullError, UserError
+from hivemind.errors import UserError
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.ltm import retention
 from hivemind.ltm.backend import Filters, MemoryBackend, counting
-from hivemind.ltm.consolidation import Memorable, memorable, promote
 from hivemind.ltm.embeddings import Embedder
 from hivemind.ltm.importance import (
     ImportanceRater,
@@ -29,7 +28,7 @@ from hivemind.ltm.importance import (
 )
 from hivemind.ltm.importing import import_lines
 from hivemind.ltm.jsonl import ImportSummary, export_line
-from hivemind.ltm.learning import TDParams, ValueLearner, trace_key
+from hivemind.ltm.learning import TDParams, ValueLearner
 from hivemind.ltm.records import (
     MemoryKind,
     MemoryRecord,
@@ -52,6 +51,7 @@ from hivemind.ltm.reflection import (
 from hivemind.ltm.retrieval import RetrievalTuning, Retriever, fit_budget
 from hivemind.ltm.scopes import GLOBAL_SCOPE, by_scope, describe_scope, ref_key, scope_key
 from hivemind.ltm.sqlite import SQLiteBackend
+from hivemind.ltm.taskend import TaskEnd
 from hivemind.memory.blocks import HistoryBlock
 from hivemind.memory.keys import generate_memory_key
 from hivemind.settings import MemorySettings, RetrievalWeights
@@ -100,6 +100,8 @@ class LongTermMemory:
         self.learner = ValueLearner(self.backend, td)
         self.counter = ImportanceCounter(self.backend)
         self.policy = policy or retention.RetentionPolicy()
+        self.task_end = TaskEnd(self.backend, self.settings, self.learner, self.policy,
+                                self.remember)
 
     def __enter__(self) -> LongTermMemory:
         return self
@@ -263,78 +265,11 @@ class LongTermMemory:
         at: datetime | None = None,
     ) -> TaskEndReport:
         """Consolidate history, learn from the outcome, promote what matters, clear the task
-        (one transaction where the backend has them: all of it, or after a crash none).
-
-        Most tasks leave nothing to do: no history worth keeping, no traces, no task
-        memories, the agent under its cap. When the backend's counts show that, the
-        (empty) report comes back without a transaction.
-        """
-        worth_keeping = memorable(history, self.settings.consolidate_importance)
-        if not worth_keeping and self._nothing_to_write(task_id, project, agent):
-            return TaskEndReport(task_id=task_id, success=success, goal=goal)
-        with self.backend.transaction():
-            return self._end_task(task_id, success, goal, worth_keeping, project, agent, at)
-
-    def _nothing_to_write(self, task_id: str, project: str | None, agent: str | None) -> bool:
-        """True if ending the task would write nothing (history aside): no TD traces to
-        learn from or forget, no task memory to promote or clear, nothing to prune.
-        False when the backend keeps no counts, or cannot tell right now."""
-        counts = counting(self.backend)
-        if counts is None:
-            return False
-        cap = self.policy.max_per_agent
-        pruned = agent if agent and cap is not None else None  # whose count matters
-        facts = counts.task_end_facts(
-            scope_key(Tier.TASK, project, task_id), trace_key(task_id), pruned,
-            scope_key(Tier.PROJECT if project else Tier.GLOBAL, project, None),
+        (see `hivemind.ltm.taskend`)."""
+        return self.task_end.end_task(
+            task_id, success=success, goal=goal, history=history, project=project,
+            agent=agent, at=at,
         )  # fmt: skip
-        if facts is None:
-            return False
-        mine = facts.agent_memories
-        over = mine is not None and cap is not None and mine > cap
-        return not facts.has_meta and not facts.task_memories and not over
-
-    def _end_task(
-        self,
-        task_id: str,
-        success: bool,
-        goal: str | None,
-        worth_keeping: Sequence[Memorable],
-        project: str | None,
-        agent: str | None,
-        at: datetime | None,
-    ) -> TaskEndReport:
-        now = at or utcnow()
-        report = TaskEndReport(task_id=task_id, success=success, goal=goal)
-        domain, _, task_type = (goal or "").partition("/")
-        for item in worth_keeping:
-            try:
-                record = self.remember(
-                    item.content, agent=agent or HUMAN, scope="project" if project else "global",
-                    project=project, task_id=task_id, importance=item.importance,
-                    domain=domain or None, task_type=task_type or None, tags=["history"],
-                    at=item.happened_at,
-                )  # fmt: skip
-            except MemoryFullError as exc:  # the task still ends; the audit log says why
-                report.refused.append(str(exc))
-                break
-            report.consolidated.append(record.id)
-        if goal:
-            report.value_updates = self.learner.end_task(task_id, goal, 1.0 if success else 0.0)
-        else:
-            self.learner.forget(task_id)
-        target = scope_key(Tier.PROJECT if project else Tier.GLOBAL, project, None)
-        task_scope = scope_key(Tier.TASK, project, task_id)
-        task_memories = self._task_memories(task_scope)
-        moved = promote(self.backend, task_memories, self.settings, target)
-        self.backend.add_many(moved.kept)
-        report.promoted, report.cleared = [r.id for r in moved.kept], moved.cleared
-        report.refused.extend(moved.refused)
-        self.backend.delete_many([r.id for r in task_memories], scope=task_scope)
-        retention.evict_over_capacity(self.backend, self.settings.max_items, target)
-        if agent:
-            report.pruned = retention.prune_agent(self.backend, agent, self.policy, now, target)
-        return report
 
     async def maybe_reflect(
         self,
@@ -436,13 +371,6 @@ class LongTermMemory:
             self.backend.touch(ids, at, scope=scope)
         if task_id and found:
             self.learner.record_access(task_id, [ref_key(m.ref) for m in found])
-
-    def _task_memories(self, task_scope: str) -> list[MemoryRecord]:
-        """The memories of a task scope (no query when the backend counts none)."""
-        counts = counting(self.backend)
-        if counts is not None and counts.task_memory_count(task_scope) == 0:
-            return []
-        return self.backend.query({"scope": task_scope})
 
     def _vectors(self, texts: Sequence[str]) -> list[tuple[str, list[float]]] | None:
         """(model, vector) per text, when an embedder is set."""
