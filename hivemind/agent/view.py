@@ -14,6 +14,7 @@ from hivemind.agent.record import DroppedEntry
 from hivemind.agent.services import HiveServices
 from hivemind.agent.shelf import KnowledgeShelf
 from hivemind.llm.base import ModelRequest
+from hivemind.ltm.goals import task_goal
 from hivemind.ltm.records import recall_audit
 from hivemind.memory.blocks import BlockType, ContextBlock, Priority
 from hivemind.memory.builder import BuiltContext
@@ -88,7 +89,7 @@ class ContextAssembler:
         focus = " ".join(tasks + [m.message.subject for m in p.unread])
         self.scorer.set_task(focus)
         budget = budget or self.budget_for(cfg, team_text(self.name, p.team))
-        recalled = self._recall_memories(p, focus, budget, touch=not looking)
+        recalled = self._recall_memories(cfg, p, focus, budget, touch=not looking)
         # Notes follow the tasks held (they are the cached prefix); holding none, the mail.
         work = " ".join(tasks) if tasks else focus
         blocks = self.shelf.choose(self.working.blocks(), work, self.scorer, budget,
@@ -109,9 +110,10 @@ class ContextAssembler:
         )
 
     def _recall_memories(
-        self, p: Perception, focus: str, budget: int, *, touch: bool = True
+        self, cfg: AgentConfig, p: Perception, focus: str, budget: int, *, touch: bool = True
     ) -> dict[str, Any] | None:
-        """Long-term memories for the work at hand become CONTEXT blocks (memory share)."""
+        """Long-term memories for the work at hand become CONTEXT blocks (memory share),
+        ranked by the value learned for the task's goal too."""
         for block in self.working.by_type(BlockType.CONTEXT):
             if isinstance(block, ContextBlock) and block.context_type == "memory":
                 self.working.remove(block.id)
@@ -124,6 +126,7 @@ class ContextAssembler:
             focus, agent=self.name, project=ref.task.project if ref else None,
             task_id=ref.task.id if ref else None, max_tokens=share,
             count_tokens=self.services.counter.count, touch=touch,
+            goal=task_goal(ref.task, cfg.skills).key if ref else None,
         )
         for m in found:
             self.working.add(ContextBlock(

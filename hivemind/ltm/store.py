@@ -20,6 +20,7 @@ from hivemind.hive.layout import HUMAN, Hive
 from hivemind.ltm import retention
 from hivemind.ltm.backend import Filters, MemoryBackend, counting
 from hivemind.ltm.embeddings import Embedder
+from hivemind.ltm.goals import labels_filter
 from hivemind.ltm.importance import (
     ImportanceRater,
     heuristic_importance,
@@ -206,17 +207,17 @@ class LongTermMemory:
         at: datetime | None = None,
         goal: str | None = None,
         record_access: bool = True,
+        domain: str | None = None,
+        task_type: str | None = None,
     ) -> list[ScoredMemory]:
-        """The `k` best memories for `query` that `project`/`task_id` may see, best first.
-
-        Records the access (recency, access count, TD trace) unless `record_access=False`.
-        """
+        """The `k` best memories for `query` that `project`/`task_id` may see, best first,
+        only those of `domain` and `task_type` if given. Records the access (recency,
+        access count, TD trace) unless `record_access=False`."""
         now = at or utcnow()
         if self._empty():
             return []  # nothing to find: no search (every cycle recalls, most hives start empty)
-        found = self.retriever.retrieve(
-            query, scope_filter(project, task_id), k=k, at=now, goal=goal
-        )
+        where = {**scope_filter(project, task_id), **labels_filter(domain, task_type)}
+        found = self.retriever.retrieve(query, where, k=k, at=now, goal=goal)
         if record_access:
             self._accessed(found, task_id, now)
         return found

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from hivemind.errors import ToolError
 from hivemind.hive.tasks.ref import TaskRef
+from hivemind.ltm.goals import Goal, task_goal
 from hivemind.ltm.records import MAX_CONTENT_CHARS, recall_audit
 from hivemind.memory.blocks import BlockType, HistoryBlock
 from hivemind.tools.base import Footprint, Tool, ToolContext
@@ -32,12 +33,15 @@ class RememberInput(BaseModel):
 class RecallInput(BaseModel):
     query: str = Field(min_length=1, max_length=1_000)
     k: int = Field(default=5, ge=1, le=20)
+    domain: str | None = Field(
+        default=None, max_length=200, description="Only memories of this domain (e.g. billing)")
+    task_type: str | None = Field(
+        default=None, max_length=200, description="Only memories of this kind of task (e.g. fix)")
 
 
-def _goal(ref: TaskRef | None) -> str | None:
-    if ref is None or not (ref.task.domain or ref.task.task_type):
-        return None
-    return f"{ref.task.domain or 'general'}/{ref.task.task_type or 'general'}"
+def _goal(ctx: ToolContext, ref: TaskRef | None) -> Goal:
+    """The task's domain and kind: its front matter's, else inferred (`ltm.goals`)."""
+    return task_goal(ref.task, ctx.config.skills) if ref is not None else Goal()
 
 
 async def remember(ctx: ToolContext, args: RememberInput) -> str:
@@ -47,6 +51,7 @@ async def remember(ctx: ToolContext, args: RememberInput) -> str:
     if args.scope == "task" and ref is None:
         raise ToolError("scope 'task' needs an active task; use 'project' or 'global'")
     project = ref.task.project if ref else None
+    goal = _goal(ctx, ref)
     if args.scope == "project" and project is None:
         scope: Literal["task", "project", "global"] = "global"
     else:
@@ -54,8 +59,7 @@ async def remember(ctx: ToolContext, args: RememberInput) -> str:
     record = await asyncio.to_thread(
         ctx.ltm.remember, args.content, agent=ctx.agent, scope=scope, project=project,
         task_id=ref.task.id if ref else None, importance=args.importance,
-        domain=ref.task.domain if ref else None, task_type=ref.task.task_type if ref else None,
-        preference=args.preference,
+        domain=goal.domain, task_type=goal.task_type, preference=args.preference,
     )
     ctx.effects.memories.append(
         {"op": "remember", "id": record.id, "tier": record.tier.value,
@@ -73,7 +77,8 @@ async def recall(ctx: ToolContext, args: RecallInput) -> str:
     ref = ctx.current_task()
     found = await asyncio.to_thread(
         ctx.ltm.recall, args.query, agent=ctx.agent, project=ref.task.project if ref else None,
-        task_id=ref.task.id if ref else None, k=args.k, goal=_goal(ref),
+        task_id=ref.task.id if ref else None, k=args.k, goal=_goal(ctx, ref).key,
+        domain=args.domain, task_type=args.task_type,
     )
     ctx.effects.memories.append({"op": "recall", **recall_audit(args.query, found)})
     if not found:
@@ -98,7 +103,7 @@ def end_task_memory(ctx: ToolContext, ref: TaskRef, success: bool) -> dict[str, 
         and b.action not in _MEMORY_ACTIONS
     ]
     report = ctx.ltm.end_task(
-        task_id, success=success, goal=_goal(ref), history=history,
+        task_id, success=success, goal=_goal(ctx, ref).key, history=history,
         project=ref.task.project, agent=ctx.agent,
     )
     entry = {"op": "end_task", **report.model_dump()}
