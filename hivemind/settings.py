@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hivemind.durations import Seconds
 
@@ -32,6 +32,29 @@ class RetrievalWeights(BaseModel):
     beta: float = Field(default=0.3, ge=0.0, description="recency")
     gamma: float = Field(default=0.2, ge=0.0, description="importance")
     delta: float = Field(default=0.0, ge=0.0, description="learned value")
+
+
+class MemoryTiers(BaseModel):
+    """How the memory share of an agent's context is split among the tiers (seed 002):
+    each tier first within its share, then what one leaves goes to the others."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, serialize_by_alias=True)
+
+    task: float = Field(default=0.4, ge=0.0, le=1.0, description="memories of the task in hand")
+    project: float = Field(default=0.4, ge=0.0, le=1.0, description="of the task's project")
+    # `global` is a Python keyword: the field is named for what it holds, given as `global`.
+    global_: float = Field(default=0.2, ge=0.0, le=1.0, alias="global",
+                           description="of the global tier, shared by every project")
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> MemoryTiers:
+        total = self.task + self.project + self.global_
+        if abs(total - 1.0) > 0.005:
+            raise ValueError(
+                f"the shares must sum to 1: task {self.task:g} + project {self.project:g} + "
+                f"global {self.global_:g} = {total:g} (give all three)"
+            )
+        return self
 
 
 class TokenBudget(BaseModel):
@@ -57,6 +80,7 @@ class AgentSettings(BaseModel):
     max_steps: int = Field(default=8, ge=1, le=100)
     budget: TokenBudget = Field(default_factory=TokenBudget)
     retrieval: RetrievalWeights = Field(default_factory=RetrievalWeights)
+    memory_tiers: MemoryTiers = Field(default_factory=MemoryTiers)
     accepts_unassigned: bool = True
     # Held work: ceilings per task across its cycles, and the default loop limits.
     max_idle_turns: int = Field(

@@ -17,6 +17,7 @@ from hivemind.settings import AgentConfig
 from hivemind.tools import default_registry
 from hivemind.tools.base import ToolContext
 from tests.helpers import write_agent, write_task
+from tests.test_ltm_setting_levels import recalled, seed
 
 
 @pytest.mark.parametrize(("front", "title", "body", "skills", "goal"), [
@@ -103,3 +104,15 @@ async def test_recall_keeps_only_the_domain_and_task_type_asked(hive: Hive) -> N
     assert fixes.count("Export rule") == 1 and "billing fix" in fixes
     assert none == "nothing found"
 
+
+@pytest.mark.parametrize(("text", "first"), [
+    ("Fix the duplicate invoice charge of the billing run.", "delta"),
+    ("Look at the duplicate invoice charge.", "alpha"),
+], ids=["goal-inferred", "no-goal"])
+def test_each_cycle_ranks_by_the_value_learned_for_the_tasks_goal(
+    hive: Hive, text: str, first: str
+) -> None:
+    ids = seed(hive)  # the "delta" memory helped billing/fix tasks before
+    rom = "skills: [billing]\nretrieval: {alpha: 0.1, beta: 0, gamma: 0, delta: 1}\n"
+    found = recalled(hive, rom=rom, text=text, task_front="project: acme\n")
+    assert found[0]["id"] == ids[first]

@@ -113,7 +113,7 @@ class ContextAssembler:
         self, cfg: AgentConfig, p: Perception, focus: str, budget: int, *, touch: bool = True
     ) -> dict[str, Any] | None:
         """Long-term memories for the work at hand become CONTEXT blocks (memory share),
-        ranked by the value learned for the task's goal too."""
+        ranked as the agent's ROM says (over hive.toml's) and by the task's goal."""
         for block in self.working.by_type(BlockType.CONTEXT):
             if isinstance(block, ContextBlock) and block.context_type == "memory":
                 self.working.remove(block.id)
@@ -125,8 +125,8 @@ class ContextAssembler:
         found = ltm.context_for(
             focus, agent=self.name, project=ref.task.project if ref else None,
             task_id=ref.task.id if ref else None, max_tokens=share,
-            count_tokens=self.services.counter.count, touch=touch,
-            goal=task_goal(ref.task, cfg.skills).key if ref else None,
+            count_tokens=self.services.counter.count, touch=touch, weights=cfg.retrieval,
+            shares=cfg.memory_tiers, goal=task_goal(ref.task, cfg.skills).key if ref else None,
         )
         for m in found:
             self.working.add(ContextBlock(

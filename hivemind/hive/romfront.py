@@ -40,6 +40,10 @@ COORDINATION_TOOLS = ("complete_task", "fail_task", "send_message", "wait_for")
 is given, answer and say what it waits for (Claude Code has no such tools to name)."""
 
 _TOOL_FIELDS = ("tools", "disallowedTools")
+_STORE_SETTINGS = (
+    "memory: is ignored: the long-term store (max_items, share_of_budget, reflection, "
+    "consolidation) is shared by every agent, so its settings are the hive's, in hive.toml "
+    "[memory]; an agent's own are `retrieval:` (the score's weights) and `memory_tiers:`")
 _UPPER_OR_MCP = re.compile(r"^(?:[A-Z]|mcp__)")
 _PATTERN = re.compile(r"^(\w+)\(.*\)$")  # Claude Code's `Bash(git diff:*)`
 
@@ -123,6 +127,9 @@ def read_front(
         squashed = key.lower().replace("_", "").replace("-", "")
         if key in _TOOL_FIELDS:
             rom.fields[key] = value
+        elif key == "memory" and isinstance(value, dict):  # Claude Code's is a word
+            rom.extra[key] = value
+            rom.warnings.append(f"{at(key)}{_STORE_SETTINGS}")
         elif key in known:
             rom.extra[key] = value
         elif "tool" in squashed or difflib.get_close_matches(squashed, ["tools"], 1, 0.8):

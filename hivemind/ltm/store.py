@@ -55,10 +55,9 @@ from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.ltm.taskend import TaskEnd
 from hivemind.memory.blocks import HistoryBlock
 from hivemind.memory.keys import generate_memory_key
-from hivemind.settings import MemorySettings, RetrievalWeights
+from hivemind.settings import MemorySettings, MemoryTiers, RetrievalWeights
 
 Scope = Literal["task", "project", "global"]
-TIER_SHARES: dict[Tier, float] = {Tier.TASK: 0.4, Tier.PROJECT: 0.4, Tier.GLOBAL: 0.2}
 
 
 def scope_filter(project: str | None, task_id: str | None) -> Filters:
@@ -207,17 +206,19 @@ class LongTermMemory:
         at: datetime | None = None,
         goal: str | None = None,
         record_access: bool = True,
+        weights: RetrievalWeights | None = None,
         domain: str | None = None,
         task_type: str | None = None,
     ) -> list[ScoredMemory]:
         """The `k` best memories for `query` that `project`/`task_id` may see, best first,
-        only those of `domain` and `task_type` if given. Records the access (recency,
-        access count, TD trace) unless `record_access=False`."""
+        ranked with `weights` (the agent's; default: the store's), only those of `domain`
+        and `task_type` if given. Records the access (recency, access count, TD trace)
+        unless `record_access=False`."""
         now = at or utcnow()
         if self._empty():
             return []  # nothing to find: no search (every cycle recalls, most hives start empty)
         where = {**scope_filter(project, task_id), **labels_filter(domain, task_type)}
-        found = self.retriever.retrieve(query, where, k=k, at=now, goal=goal)
+        found = self.retriever.retrieve(query, where, k=k, at=now, goal=goal, weights=weights)
         if record_access:
             self._accessed(found, task_id, now)
         return found
@@ -239,16 +240,21 @@ class LongTermMemory:
         at: datetime | None = None,
         goal: str | None = None,
         touch: bool = True,
+        weights: RetrievalWeights | None = None,
+        shares: MemoryTiers | None = None,
     ) -> list[ScoredMemory]:
-        """Memories for the prompt within `max_tokens` (the memory share of the budget):
-        40 % task, 40 % project, 20 % global; a tier's unused share goes to the others.
+        """Memories for the prompt within `max_tokens` (the memory share of the budget),
+        ranked with `weights`: each tier first within its share of `shares` (default 40 %
+        task, 40 % project, 20 % global), then a tier's unused share goes to the others.
         `touch=False` (a look, as `hivemind inspect` takes) records no access."""
         now = at or utcnow()
         ranked = self.recall(
             query, agent=agent, project=project, task_id=task_id, k=50, at=now, goal=goal,
-            record_access=False,
+            record_access=False, weights=weights,
         )  # fmt: skip
-        picked = fit_budget(ranked, max_tokens, count_tokens, TIER_SHARES)
+        tiers = (shares or MemoryTiers()).model_dump()
+        split = {Tier(tier): share for tier, share in tiers.items()}
+        picked = fit_budget(ranked, max_tokens, count_tokens, split)
         if touch:
             self._accessed(picked, task_id, now)
         return picked

@@ -78,7 +78,7 @@ async def recall(ctx: ToolContext, args: RecallInput) -> str:
     found = await asyncio.to_thread(
         ctx.ltm.recall, args.query, agent=ctx.agent, project=ref.task.project if ref else None,
         task_id=ref.task.id if ref else None, k=args.k, goal=_goal(ctx, ref).key,
-        domain=args.domain, task_type=args.task_type,
+        weights=ctx.config.retrieval, domain=args.domain, task_type=args.task_type,
     )
     ctx.effects.memories.append({"op": "recall", **recall_audit(args.query, found)})
     if not found:
