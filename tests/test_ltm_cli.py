@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from hivemind.cli.app import app
 from hivemind.hive.layout import HUMAN, Hive
+from hivemind.ltm.store import LongTermMemory
 
 runner = CliRunner()
 
@@ -146,10 +147,14 @@ def test_a_missing_hive_folder_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "no such hive folder" in result.stderr
 
 
-def test_add_preference_then_approve(hive: Hive) -> None:
-    code, out, _ = run(hive, "add", "Reply in British English", "--preference")
-    assert code == 0 and "proposed" in out
-    memory_id = out.split()[1].rstrip(":")
+def propose(hive: Hive, text: str) -> str:
+    """A global preference an agent proposed (it waits for a person); its id."""
+    with LongTermMemory(hive) as ltm:
+        return ltm.remember(text, agent="ann", scope="global", preference=True).id
+
+
+def test_a_proposal_is_found_once_approved(hive: Hive) -> None:
+    memory_id = propose(hive, "Reply in British English")
     assert len(list((hive.mailbox_dir(HUMAN) / "new").glob("*.md"))) == 1
     _, found, _ = run(hive, "search", "British English", "--json")
     assert json.loads(found) == []
@@ -157,6 +162,28 @@ def test_add_preference_then_approve(hive: Hive) -> None:
     assert code == 0 and "approved" in out
     _, found, _ = run(hive, "search", "British English", "--json")
     assert json.loads(found)[0]["id"] == memory_id
+
+
+def test_a_preference_the_person_adds_is_active_at_once(hive: Hive) -> None:
+    code, out, _ = run(hive, "add", "Reply in British English", "--preference", "--json")
+    assert code == 0 and json.loads(out)["status"] == "active"
+    assert not list((hive.mailbox_dir(HUMAN) / "new").glob("*.md"))  # nobody to ask
+    _, found, _ = run(hive, "search", "British English", "--json")
+    assert json.loads(found)[0]["id"] == json.loads(out)["id"]
+
+
+def test_adding_what_an_agent_proposed_approves_it(hive: Hive) -> None:
+    memory_id = propose(hive, "Reply in British English")
+    code, out, _ = run(hive, "add", "Reply in British English", "--preference", "--json")
+    assert code == 0 and json.loads(out) | {"status": "active"} == json.loads(out)
+    assert json.loads(out)["id"] == memory_id
+
+
+def test_approve_takes_several_ids_and_names_the_unknown(hive: Hive) -> None:
+    first, second = propose(hive, "Reply in British English"), propose(hive, "Dates in ISO")
+    code, out, err = run(hive, "approve", first, "m-missing", second)
+    assert code == 1 and out.count("approved") == 2
+    assert err.strip() == "error: no memory with id 'm-missing'"
 
 
 def test_add_to_a_project_is_seen_only_with_that_project(hive: Hive) -> None:
@@ -178,15 +205,8 @@ def test_add_json_prints_the_new_memory(hive: Hive) -> None:
     assert json.loads(found)[0]["id"] == added["id"]
 
 
-def test_add_json_of_a_global_preference_says_it_is_proposed(hive: Hive) -> None:
-    code, out, _ = run(hive, "add", "Reply in British English", "--preference", "--json")
-    assert code == 0
-    assert json.loads(out)["status"] == "proposed"
-
-
 def test_approve_json_prints_the_now_active_memory(hive: Hive) -> None:
-    _, out, _ = run(hive, "add", "Reply in British English", "--preference", "--json")
-    memory_id = json.loads(out)["id"]
+    memory_id = propose(hive, "Reply in British English")
     code, out, _ = run(hive, "approve", memory_id, "--json")
     assert code == 0
     approved = json.loads(out)

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from hivemind.cli.app import app
 from hivemind.hive.layout import HUMAN, Hive
+from hivemind.ltm.store import LongTermMemory
 
 runner = CliRunner()
 
@@ -72,11 +73,11 @@ def test_forget_declines_a_proposed_preference(hive: Hive) -> None:
 
 
 def test_the_proposal_says_how_to_decline_it(hive: Hive) -> None:
-    code, out, _ = run(hive, "add", "Reply in British English", "--preference")
-    memory_id = out.split()[1].rstrip(":")
-    assert code == 0 and f"hivemind memory forget {memory_id}" in out
+    with LongTermMemory(hive) as ltm:  # an agent's proposal
+        memory_id = ltm.remember("Reply in British English", agent="ann", scope="global",
+                                 preference=True).id
     [message] = (hive.mailbox_dir(HUMAN) / "new").glob("*.md")
-    assert f"To decline it: hivemind memory forget {memory_id}" in message.read_text()
+    assert f"To decline: hivemind memory forget {memory_id}" in message.read_text()
 
 
 def test_approve_help_names_forget_for_declining() -> None:

@@ -119,8 +119,9 @@ def test_a_line_that_gives_learned_values_sets_them(apollo: Hive, tmp_path: Path
 
 
 def test_an_update_does_not_activate_a_proposed_preference(hive: Hive, tmp_path: Path) -> None:
-    _, out, _ = run(hive, "add", "Always write dates in ISO 8601", "--preference", "--json")
-    memory_id = json.loads(out)["id"]
+    with LongTermMemory(hive) as ltm:  # an agent's proposal
+        memory_id = ltm.remember("Always write dates in ISO 8601", agent="ann", scope="global",
+                                 preference=True).id
     line = {"id": memory_id, "content": "Always write dates in ISO 8601, with a Z"}
     run(hive, "import", str(write(tmp_path, "p.jsonl", line)))
     assert stored(hive)[memory_id]["status"] == "proposed"

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from hivemind.cli.app import app
 from hivemind.hive.layout import Hive
 from hivemind.ltm.schema import SCHEMA_VERSION
+from hivemind.ltm.store import LongTermMemory
 from tests.helpers import write_agent
 from tests.test_ltm_sqlite import old_database
 
@@ -106,13 +107,13 @@ def stored(base: Path) -> tuple[Hive, str]:
     hive = Hive(base / "hive").ensure()
     where = ("--hive", str(hive.root))
     assert invoke("memory", "import", str(jsonl(base, LINE)), *where)[0] == 0
-    code, out, _ = invoke("memory", "add", "Reply in British English", "--preference",
-                          "--json", *where)  # fmt: skip
-    assert code == 0
+    with LongTermMemory(hive) as ltm:  # an agent's proposal
+        proposal = ltm.remember("Reply in British English", agent="ann", scope="global",
+                                preference=True).id
     code, out_search, _ = invoke("memory", "search", "greyhounds", *where)
     assert code == 0 and "m1" in out_search
     owned(hive.root)
-    return hive, str(json.loads(out)["id"])
+    return hive, proposal
 
 
 def read_only_file(hive: Hive) -> None:

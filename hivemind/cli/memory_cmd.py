@@ -19,7 +19,7 @@ from hivemind.cli.memory_store import open_store as _store
 from hivemind.errors import UserError
 from hivemind.hive.layout import HUMAN
 from hivemind.ltm.jsonl import parse_time
-from hivemind.ltm.records import MAX_CONTENT_CHARS, MemoryRecord, MemoryStatus, ScoredMemory
+from hivemind.ltm.records import MAX_CONTENT_CHARS, MemoryRecord, ScoredMemory
 from hivemind.ltm.store import LongTermMemory
 
 memory_app = typer.Typer(
@@ -210,8 +210,8 @@ def add_cmd(
         bool,
         typer.Option(
             "--preference",
-            help="A preference; a global one waits for `hivemind memory approve ID` before "
-            "any agent sees it (`hivemind memory forget ID` declines it).",
+            help="A lasting preference. You typing it approves it: agents see it at once "
+            "(one an agent proposes waits for `hivemind memory approve ID`).",
         ),
     ] = False,
     agent: Annotated[str, typer.Option("--agent", help="Who remembers it.")] = HUMAN,
@@ -235,27 +235,19 @@ def add_cmd(
             record = ltm.remember(
                 text, agent=agent, scope="project" if chosen == "project" else "global",
                 project=project, importance=importance, preference=preference,
+                needs_approval=False,  # typed by the person: approved by that act
             )  # fmt: skip
         except UserError as exc:
             fail(str(exc))
     if as_json:
         print(json.dumps(_record_json(record), ensure_ascii=False))
         return
-    if record.status is MemoryStatus.PROPOSED:
-        console.print(
-            f"proposed {record.id}: a global preference waits for a person's approval "
-            f"(a message is in mailboxes/{HUMAN}); run `hivemind memory approve {record.id}` "
-            f"to accept it or `hivemind memory forget {record.id}` to decline it",
-            highlight=False,
-            soft_wrap=True,
-        )
-    else:
-        where = f"project {record.project}" if record.project else "global"
-        console.print(
-            f"remembered {record.id} ({where}, importance {record.importance:.2f})",
-            highlight=False,
-            soft_wrap=True,
-        )
+    where = f"project {record.project}" if record.project else "global"
+    console.print(
+        f"remembered {record.id} ({where}, importance {record.importance:.2f})",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @memory_app.command("export", short_help="Print every memory as JSONL (re-importable).")
@@ -290,27 +282,36 @@ def stats_cmd(as_json: JsonOption = False, hive: HiveOption = None) -> None:
     console.print(table)
 
 
-@memory_app.command("approve", short_help="Approve a proposed preference for every agent.")
+@memory_app.command("approve", short_help="Approve proposed global memories for every agent.")
 def approve_cmd(
-    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The proposed memory's id.")],
+    memory_ids: Annotated[
+        list[str], typer.Argument(metavar="ID...", help="The proposed memories' ids.")
+    ],
     as_json: JsonOption = False,
     hive: HiveOption = None,
 ) -> None:
-    """Approve a proposed global preference: from now on every agent can recall it.
+    """Approve proposed global memories: from now on every agent can recall them.
 
-    To decline a proposal instead, delete it: `hivemind memory forget ID`.
-    """
+    Agents propose a global preference, and everything global from work of no project (a task without project:, an agent holding no task); the message in mailboxes/human names the ids. To decline a proposal instead, delete it: `hivemind memory forget ID...`. With --json: one JSON object per approved memory, one per line.
+    """  # noqa: E501
+    problems: list[str] = []
     with _store(hive) as (_, ltm):
-        try:
-            record = ltm.approve(memory_id)
-        except UserError as exc:
-            fail(str(exc))
-    if as_json:
-        print(json.dumps(_record_json(record), ensure_ascii=False))
-        return
-    console.print(
-        f"approved {escape(record.id)}: {escape(record.content)}", highlight=False, soft_wrap=True
-    )
+        for memory_id in dict.fromkeys(memory_ids):
+            try:
+                record = ltm.approve(memory_id)
+            except UserError as exc:
+                problems.append(str(exc))
+                continue
+            if as_json:
+                print(json.dumps(_record_json(record), ensure_ascii=False))
+            else:
+                console.print(f"approved {escape(record.id)}: {escape(record.content)}",
+                              highlight=False, soft_wrap=True)
+    if problems:
+        for problem in problems[:-1]:
+            err_console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False,
+                              soft_wrap=True)
+        fail(problems[-1])
 
 
 @memory_app.command("forget", short_help="Delete memories by id (also declines a proposal).")

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hivemind.errors import UserError
-from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.layout import Hive
 from hivemind.ltm import retention
+from hivemind.ltm.approval import initial_status, tell_person
 from hivemind.ltm.backend import Filters, MemoryBackend, counting
 from hivemind.ltm.embeddings import Embedder
 from hivemind.ltm.goals import labels_filter
@@ -101,7 +102,7 @@ class LongTermMemory:
         self.counter = ImportanceCounter(self.backend)
         self.policy = policy or retention.RetentionPolicy()
         self.task_end = TaskEnd(self.backend, self.settings, self.learner, self.policy,
-                                self.remember)
+                                self.remember, self.hive)
 
     def __enter__(self) -> LongTermMemory:
         return self
@@ -126,9 +127,14 @@ class LongTermMemory:
         kind: MemoryKind = MemoryKind.EPISODIC,
         source_ids: Sequence[str] = (),
         at: datetime | None = None,
+        needs_approval: bool | None = None,
+        tell: bool = True,
     ) -> MemoryRecord:
         """Store one memory (or refresh the identical one already in that scope).
-        `MemoryFullError` if the scope is full and holds nothing it may evict."""
+        `MemoryFullError` if the scope is full and holds nothing it may evict.
+
+        A global one waits for a person (`approval.initial_status`: `needs_approval`
+        True for work of no project, False for a person's own act); `tell` mails them."""
         tier = _tier(scope, project, task_id)
         text = content.strip()
         if is_blank(text):
@@ -136,8 +142,7 @@ class LongTermMemory:
         if importance is not None and not 0.0 <= importance <= 1.0:
             raise UserError(f"importance must be between 0 and 1 (got {importance})")
         now = at or utcnow()
-        needs_approval = tier is Tier.GLOBAL and preference
-        status = MemoryStatus.PROPOSED if needs_approval else MemoryStatus.ACTIVE
+        status = initial_status(tier, preference, needs_approval)
         key = generate_memory_key(text, domain, task_type)
         home = scope_key(tier, project, task_id if tier is Tier.TASK else None)
         existing = self.backend.query({"key": key, "scope": home}, limit=1)
@@ -146,6 +151,8 @@ class LongTermMemory:
             same.importance = max(same.importance, importance or 0.0)
             same.last_accessed = now
             same.access_count += 1
+            if needs_approval is False:  # a person's own act approves what waited
+                same.status = MemoryStatus.ACTIVE
             self.backend.add(same)
             return same
         record = MemoryRecord(
@@ -161,8 +168,8 @@ class LongTermMemory:
         self.backend.add(record)
         if kind is MemoryKind.EPISODIC:
             self.counter.add(agent, project, scale_points(record.importance))
-        if record.status is MemoryStatus.PROPOSED:
-            self._propose(record)
+        if tell:
+            tell_person(self.hive, [record])
         self._enforce_limits(agent, home, now)
         return record
 
@@ -400,24 +407,6 @@ class LongTermMemory:
     def _enforce_limits(self, agent: str, scope: str, at: datetime) -> None:
         retention.evict_over_capacity(self.backend, self.settings.max_items, scope)
         retention.prune_agent(self.backend, agent, self.policy, at, scope)
-
-    def _propose(self, record: MemoryRecord) -> None:
-        """Ask a person: a message in the `human` mailbox naming the approve command."""
-        if self.hive is None:
-            return
-        from hivemind.hive.mailbox import PostOffice
-
-        body = (
-            f"{record.agent} proposes a global preference, shared by every agent and project:\n\n"
-            f"> {record.content}\n\n"
-            f"To accept it: hivemind memory approve {record.id}\n"
-            f"To decline it: hivemind memory forget {record.id}\n"
-            "Until then it is stored as proposed and never retrieved."
-        )
-        PostOffice(self.hive).send(
-            record.agent or HUMAN, HUMAN, f"memory proposal {record.id}", body,
-            memory_id=record.id,
-        )  # fmt: skip
 
 
 def _tier(scope: str, project: str | None, task_id: str | None) -> Tier:

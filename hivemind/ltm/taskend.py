@@ -1,7 +1,8 @@
 """What a task's end does to long-term memory: consolidate its history, learn from its
 outcome (TD(λ)), promote its task memories that matter, clear the rest, prune.
 
-Where it goes: the task's project, or the global tier for a task of no project.
+Where it all goes: the task's project; a task of no project has none, so what it
+leaves is proposed to the global tier and waits for a person (see `approval`).
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from hivemind.errors import MemoryFullError
-from hivemind.hive.layout import HUMAN
+from hivemind.hive.layout import HUMAN, Hive
 from hivemind.ltm import retention
+from hivemind.ltm.approval import tell_person
 from hivemind.ltm.backend import MemoryBackend, counting
 from hivemind.ltm.consolidation import Memorable, memorable, promote
 from hivemind.ltm.learning import ValueLearner, trace_key
-from hivemind.ltm.records import MemoryRecord, TaskEndReport, Tier, utcnow
+from hivemind.ltm.records import MemoryRecord, MemoryStatus, TaskEndReport, Tier, utcnow
 from hivemind.ltm.scopes import scope_key
 from hivemind.memory.blocks import HistoryBlock
 from hivemind.settings import MemorySettings
@@ -31,9 +33,10 @@ class TaskEnd:
         learner: ValueLearner,
         policy: retention.RetentionPolicy,
         remember: Callable[..., MemoryRecord],
+        hive: Hive | None,
     ) -> None:
         self.backend, self.settings, self.learner = backend, settings, learner
-        self.policy, self.remember = policy, remember
+        self.policy, self.remember, self.hive = policy, remember, hive
 
     def end_task(
         self,
@@ -56,8 +59,12 @@ class TaskEnd:
         worth_keeping = memorable(history, self.settings.consolidate_importance)
         if not worth_keeping and self._nothing_to_write(task_id, project, agent):
             return TaskEndReport(task_id=task_id, success=success, goal=goal)
+        proposed: list[MemoryRecord] = []
         with self.backend.transaction():
-            return self._end(task_id, success, goal, worth_keeping, project, agent, at)
+            report = self._end(task_id, success, goal, worth_keeping, project, agent, at,
+                               proposed)
+        tell_person(self.hive, proposed, task_id)  # once it is all stored
+        return report
 
     def _nothing_to_write(self, task_id: str, project: str | None, agent: str | None) -> bool:
         """True if ending the task would write nothing (history aside): no TD traces to
@@ -87,6 +94,7 @@ class TaskEnd:
         project: str | None,
         agent: str | None,
         at: datetime | None,
+        proposed: list[MemoryRecord],
     ) -> TaskEndReport:
         now = at or utcnow()
         report = TaskEndReport(task_id=task_id, success=success, goal=goal)
@@ -97,12 +105,13 @@ class TaskEnd:
                     item.content, agent=agent or HUMAN, scope="project" if project else "global",
                     project=project, task_id=task_id, importance=item.importance,
                     domain=domain or None, task_type=task_type or None, tags=["history"],
-                    at=item.happened_at,
+                    at=item.happened_at, needs_approval=project is None, tell=False,
                 )  # fmt: skip
             except MemoryFullError as exc:  # the task still ends; the audit log says why
                 report.refused.append(str(exc))
                 break
             report.consolidated.append(record.id)
+            proposed.append(record)
         if goal:
             report.value_updates = self.learner.end_task(task_id, goal, 1.0 if success else 0.0)
         else:
@@ -111,6 +120,10 @@ class TaskEnd:
         task_scope = scope_key(Tier.TASK, project, task_id)
         task_memories = self._task_memories(task_scope)
         moved = promote(self.backend, task_memories, self.settings, target)
+        if project is None:  # no project: the global tier only with a person's OK
+            for record in moved.kept:
+                record.status = MemoryStatus.PROPOSED
+            proposed.extend(moved.kept)
         self.backend.add_many(moved.kept)
         report.promoted, report.cleared = [r.id for r in moved.kept], moved.cleared
         report.refused.extend(moved.refused)

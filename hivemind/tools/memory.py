@@ -24,7 +24,9 @@ class RememberInput(BaseModel):
     importance: float | None = Field(
         default=None, ge=0.0, le=1.0, description="0 trivial to 1 essential (default: judged)"
     )
-    scope: Literal["task", "project", "global"] = "project"
+    scope: Literal["task", "project", "global"] = Field(
+        default="project", description="project (global when the task has none: it then "
+        "waits for a person's OK, as everything global from work of no project does)")
     preference: bool = Field(
         default=False, description="A lasting preference (a global one waits for a person's OK)"
     )
@@ -60,6 +62,8 @@ async def remember(ctx: ToolContext, args: RememberInput) -> str:
         ctx.ltm.remember, args.content, agent=ctx.agent, scope=scope, project=project,
         task_id=ref.task.id if ref else None, importance=args.importance,
         domain=goal.domain, task_type=goal.task_type, preference=args.preference,
+        # Work of no project reaches every project: it waits for a person (seed 002).
+        needs_approval=True if project is None else None,
     )
     ctx.effects.memories.append(
         {"op": "remember", "id": record.id, "tier": record.tier.value,
