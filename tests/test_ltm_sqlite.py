@@ -21,12 +21,17 @@ def old_database(path: Path, version: int) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     migrate(conn, target=version)
     when = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
+    # From v4 a row has its scope, and the backend labels and indexes new rows itself.
+    column, value = (", scope, labels", ", 'global', 'infra'") if version >= 4 else ("", "")
     conn.execute(
         "INSERT INTO memories (id, key, content, tier, tags, importance, created_at, "
-        "last_accessed) VALUES (?, ?, ?, 'global', ?, 0.8, ?, ?)",
+        f"last_accessed{column}) VALUES (?, ?, ?, 'global', ?, 0.8, ?, ?{value})",
         ("old-1", generate_memory_key("the build cache lives on S3"),
          "the build cache lives on S3", json.dumps(["infra"]), when, when),
     )  # fmt: skip
+    if version >= 4:
+        conn.execute("INSERT INTO memories_fts (rowid, content, labels) "
+                     "SELECT rowid, content, labels FROM memories")
     conn.close()
 
 

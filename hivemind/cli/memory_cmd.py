@@ -95,9 +95,20 @@ def search_cmd(
         typer.Option(
             "--queries",
             help="JSONL file of searches, one per line: query, and optionally id, project, "
-            "at, k. Prints one JSON line per search: {id, results: [{id, score, ...}]}.",
+            "at, k, domain, task_type. Prints one JSON line per search: "
+            "{id, results: [{id, score, ...}]}.",
             show_default=False,
         ),
+    ] = None,
+    domain: Annotated[
+        str | None,
+        typer.Option("--domain", help="Only memories of this domain (as a task's domain: "
+                     "says it, e.g. billing).", show_default=False),
+    ] = None,
+    task_type: Annotated[
+        str | None,
+        typer.Option("--task-type", help="Only memories of this kind of task (e.g. fix).",
+                     show_default=False),
     ] = None,
     embeddings: EmbeddingsOption = False,
     as_json: JsonOption = False,
@@ -113,11 +124,13 @@ def search_cmd(
     now = _time(at, "--at")
     with _store(hive, embeddings, write=False) as (_, ltm):
         if queries is not None:
-            _batch_search(ltm, queries, project=project, task=task, k=k, now=now)
+            _batch_search(ltm, queries, project=project, task=task, k=k, now=now,
+                          labels={"domain": domain, "task_type": task_type})
             return
         assert query is not None
         found = ltm.recall(
-            query, agent=HUMAN, project=project, task_id=task, k=k, at=now, record_access=False
+            query, agent=HUMAN, project=project, task_id=task, k=k, at=now, record_access=False,
+            domain=domain, task_type=task_type,
         )
         if as_json:
             print(json.dumps([_result_json(m) for m in found], ensure_ascii=False))
@@ -144,6 +157,7 @@ def _batch_search(
     task: str | None,
     k: int,
     now: datetime | None,
+    labels: dict[str, str | None],
 ) -> None:
     try:
         text = path.read_text(encoding="utf-8-sig", errors="replace")
@@ -165,6 +179,8 @@ def _batch_search(
             found = ltm.recall(
                 q, agent=HUMAN, project=spec.get("project", project), task_id=task,
                 k=int(spec.get("k", k)), at=when, record_access=False,
+                domain=spec.get("domain", labels["domain"]),
+                task_type=spec.get("task_type", labels["task_type"]),
             )  # fmt: skip
         except (ValueError, TypeError, UserError) as exc:
             message = f"line {number}: {exc}"

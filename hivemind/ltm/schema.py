@@ -147,7 +147,13 @@ CREATE TRIGGER memories_au AFTER UPDATE OF content, labels ON memories BEGIN
 END;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+# v5: `recall(domain=, task_type=)` and `memory search --domain --task-type` filter
+# through an index, not a scan of the store.
+_V5 = """
+CREATE INDEX memories_goal ON memories (domain, task_type);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
