@@ -3,6 +3,8 @@ the task stores, names the value learned from its outcome, and ranks what it rec
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from hivemind.hive.layout import Hive
@@ -116,3 +118,16 @@ def test_each_cycle_ranks_by_the_value_learned_for_the_tasks_goal(
     rom = "skills: [billing]\nretrieval: {alpha: 0.1, beta: 0, gamma: 0, delta: 1}\n"
     found = recalled(hive, rom=rom, text=text, task_front="project: acme\n")
     assert found[0]["id"] == ids[first]
+
+
+def test_a_goal_nothing_has_learned_for_changes_no_ranking(hive: Hive) -> None:
+    with LongTermMemory(hive) as ltm:
+        for n in range(6):
+            ltm.remember(f"Export rule {n}: check the VAT column {'twice' * n}", agent="ann",
+                         scope="project", project="acme", importance=0.1 * n)
+        now = datetime.now(UTC)
+        plain = ltm.recall("export VAT column", agent="ann", project="acme", at=now,
+                           record_access=False)
+        goaled = ltm.recall("export VAT column", agent="ann", project="acme", at=now,
+                            goal="billing/fix", record_access=False)
+    assert [(m.id, m.score) for m in goaled] == [(m.id, m.score) for m in plain]

@@ -175,7 +175,8 @@ class Retriever:
                 ]
         rec = minmax([recency(r, at, t.half_life_hours) for r in candidates])
         imp = minmax([r.importance for r in candidates])
-        if goal is not None:
+        # A goal no candidate has a value for yet ranks nothing: all would tie at the top.
+        if goal is not None and any(goal in r.goal_values for r in candidates):
             val = minmax([r.goal_values.get(goal, t.default_value) for r in candidates])
         else:
             val = [0.0] * len(candidates)
