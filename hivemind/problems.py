@@ -40,6 +40,13 @@ def _choices(expected: str) -> str:
     return ", ".join(found) if found else expected
 
 
+_UNKNOWN_FIELD_HINTS = {
+    "agents.memory": "the long-term store is shared, so its settings are the hive's, in "
+    "[memory]; an agent's own are [agents.retrieval] and [agents.memory_tiers]",
+}
+"""Fields people give in the wrong place, and where they belong."""
+
+
 def describe(error: ErrorDetails) -> str:
     """One error as `field must be ... (got ...)`."""
     field = field_name(error["loc"])
@@ -82,7 +89,8 @@ def describe(error: ErrorDetails) -> str:
     if kind == "missing":
         return f"{field} is required"
     if kind == "extra_forbidden":
-        return f"{field} is not a known field"
+        hint = _UNKNOWN_FIELD_HINTS.get(field)
+        return f"{field} is not a known field" + (f": {hint}" if hint else "")
     if kind == "string_pattern_mismatch":
         return f"{field} must match {ctx.get('pattern')}{got}"
     if kind == "string_too_short":

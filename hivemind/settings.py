@@ -37,8 +37,7 @@ class RetrievalWeights(BaseModel):
 
 
 class MemoryTiers(BaseModel):
-    """How the memory share of an agent's context is split among the tiers (seed 002):
-    each tier first within its share, then what one leaves goes to the others."""
+    """Shares of an agent's memory room per tier, summing to 1 (what one leaves goes to the others)."""  # noqa: E501
 
     model_config = ConfigDict(extra="forbid", validate_by_name=True, serialize_by_alias=True)
 

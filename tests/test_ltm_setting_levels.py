@@ -273,3 +273,15 @@ async def test_the_recall_tool_ranks_with_the_agents_own_weights(hive: Hive) -> 
         call = ToolCall(id="c", name="recall", input={"query": TASK})
         result = await default_registry().execute(ctx, call)
     assert result.content.splitlines()[0].startswith(f"[{ids['gamma']}]")
+
+
+def test_store_settings_under_agents_in_hive_toml_say_where_they_belong(hive: Hive) -> None:
+    from hivemind.errors import ConfigError
+    from hivemind.hive.config import load_hive_config
+
+    hive.config_file.write_text("[agents.memory]\nmax_items = 5\n")
+    with pytest.raises(ConfigError) as caught:
+        load_hive_config(hive)
+    message = str(caught.value)
+    assert "hive.toml" in message and "agents.memory is not a known field" in message
+    assert "[memory]" in message and len(message.splitlines()) == 1

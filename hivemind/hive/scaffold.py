@@ -117,8 +117,9 @@ def _table(lines: list[str], name: str, model: BaseModel) -> None:
         lines.append(f"## {summary[:1].upper()}{summary[1:]}")
     lines.append(f"# [{name}]")
     nested: list[tuple[str, BaseModel]] = []
-    for key, info in type(model).model_fields.items():
-        value = getattr(model, key)
+    for attribute, info in type(model).model_fields.items():
+        value = getattr(model, attribute)
+        key = info.alias or attribute  # as written in the file: `global`, not `global_`
         if isinstance(value, BaseModel):
             nested.append((f"{name}.{key}", value))
         elif value is None:
