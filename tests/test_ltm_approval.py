@@ -106,3 +106,31 @@ def test_a_task_of_a_project_ends_with_active_memories_and_no_message(hive: Hive
         kept = ltm.backend.query({})
     assert kept and {(r.tier.value, r.status.value) for r in kept} == {("project", "active")}
     assert not [b for b in mail_to_human(hive) if "memory approve" in b]
+
+
+class OneInsight:
+    """A reflector that asks one question and draws one insight (a model's stand-in)."""
+
+    offline = False
+
+    async def questions(self, memories: object) -> list[str]:
+        return ["what do invoices need"]
+
+    async def insights(self, question: str, memories: object) -> list[str]:
+        return ["Invoices need a VAT id and a due date."]
+
+
+async def test_insights_of_no_project_wait_for_a_person(hive: Hive) -> None:
+    from hivemind.settings import MemorySettings
+
+    with LongTermMemory(hive, MemorySettings(reflection_threshold=1)) as ltm:
+        ltm.remember("Invoices are due on the 5th.", agent="ann", scope="global",
+                     importance=1.0)
+        ltm.remember("Acme invoices carry a VAT id.", agent="ann", scope="project",
+                     project="acme", importance=1.0)
+        [global_insight] = await ltm.maybe_reflect("ann", OneInsight())
+        [project_insight] = await ltm.maybe_reflect("ann", OneInsight(), project="acme")
+    assert global_insight.status.value == "proposed"
+    assert project_insight.status.value == "active"
+    [body] = mail_to_human(hive)
+    assert global_insight.id in body

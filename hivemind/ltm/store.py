@@ -317,9 +317,11 @@ class LongTermMemory:
                 insight.text, agent=agent, scope="project" if project else "global",
                 project=project, importance=REFLECTION_IMPORTANCE, kind=MemoryKind.SEMANTIC,
                 source_ids=insight.source_ids, tags=["reflection"], at=now,
+                needs_approval=True if project is None else None, tell=False,
             )  # fmt: skip
             written.append(record)
         self.counter.reset(agent, project)
+        tell_person(self.hive, written)  # insights of no project wait for a person
         return written
 
     # -- bulk, stats ---------------------------------------------------------------
