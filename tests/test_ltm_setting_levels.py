@@ -285,3 +285,20 @@ def test_store_settings_under_agents_in_hive_toml_say_where_they_belong(hive: Hi
     message = str(caught.value)
     assert "hive.toml" in message and "agents.memory is not a known field" in message
     assert "[memory]" in message and len(message.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("options", "first"), [([], "alpha"), (["--agent", "ann"], "gamma")],
+                         ids=["hive.toml", "the-agents-rom"])
+def test_memory_search_ranks_as_the_agent_named_would(
+    hive: Hive, options: list[str], first: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from hivemind.cli.app import app
+
+    ids = seed(hive)
+    write_agent(hive, "ann", front=f"retrieval: {flow(ONLY['gamma'])}\n")
+    result = CliRunner().invoke(app, ["memory", "search", TASK, "--project", "acme", "--json",
+                                      "--hive", str(hive.root), *options])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)[0]["id"] == ids[first]

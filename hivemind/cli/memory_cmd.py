@@ -13,7 +13,7 @@ from rich.table import Table
 
 from hivemind.cli.common import HiveOption, JsonOption, console, err_console, fail
 from hivemind.cli.memory_import_cmd import import_cmd
-from hivemind.cli.memory_store import EmbeddingsOption
+from hivemind.cli.memory_store import EmbeddingsOption, agent_weights
 from hivemind.cli.memory_store import checked_project as _project
 from hivemind.cli.memory_store import open_store as _store
 from hivemind.errors import UserError
@@ -110,6 +110,11 @@ def search_cmd(
         typer.Option("--task-type", help="Only memories of this kind of task (e.g. fix).",
                      show_default=False),
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="Rank with this agent's weights (its ROM's retrieval: "
+                     "over hive.toml's; default: hive.toml's).", show_default=False),
+    ] = None,
     embeddings: EmbeddingsOption = False,
     as_json: JsonOption = False,
     hive: HiveOption = None,
@@ -122,7 +127,9 @@ def search_cmd(
         fail("give either a QUERY or --queries FILE")
     project = _project(project)
     now = _time(at, "--at")
-    with _store(hive, embeddings, write=False) as (_, ltm):
+    with _store(hive, embeddings, write=False) as (where, ltm):
+        if agent is not None:
+            ltm.retriever.weights = agent_weights(where, agent)
         if queries is not None:
             _batch_search(ltm, queries, project=project, task=task, k=k, now=now,
                           labels={"domain": domain, "task_type": task_type})

@@ -15,10 +15,12 @@ from hivemind.cli.common import fail, resolve_hive
 from hivemind.errors import HivemindError, UserError
 from hivemind.hive.config import load_hive_config
 from hivemind.hive.layout import Hive
+from hivemind.hive.rom import RomRegistry
 from hivemind.ltm.backend import MemoryBackend
 from hivemind.ltm.inmemory import InMemoryBackend
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.ltm.store import LongTermMemory
+from hivemind.settings import RetrievalWeights
 
 EmbeddingsOption = Annotated[
     bool,
@@ -34,6 +36,15 @@ def checked_project(name: str | None) -> str | None:
     if name is not None and not name.strip():
         fail("--project is empty: give a project name, or leave --project out for global")
     return name
+
+
+def agent_weights(hive: Hive, agent: str) -> RetrievalWeights:
+    """The retrieval weights `agent` ranks with: its ROM's over hive.toml's (the last
+    good ROM if it is now invalid); UserError if there is no such agent."""
+    config = load_hive_config(hive)
+    roms = RomRegistry(hive, config.agents, models=config.models)
+    roms.tells_problems = False  # `hivemind status` tells what is wrong with a ROM
+    return roms.load(agent).retrieval
 
 
 @contextmanager
