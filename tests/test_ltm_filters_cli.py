@@ -69,3 +69,14 @@ def test_the_filter_uses_an_index(labelled: Hive) -> None:
         "EXPLAIN QUERY PLAN SELECT id FROM memories WHERE domain = ? AND task_type = ?",
         ("billing", "fix")))
     assert "memories_goal" in plan
+
+
+def test_a_memory_added_with_a_domain_and_task_type_is_found_by_them(hive: Hive) -> None:
+    code, out, _ = run(hive, "add", "Refunds go through the ledger", "--domain", "billing",
+                       "--task-type", "fix", "--json")
+    assert code == 0
+    added = json.loads(out)["id"]
+    _, found, _ = run(hive, "search", "refunds ledger", "--json", "--domain", "billing",
+                      "--task-type", "fix")
+    _, other, _ = run(hive, "search", "refunds ledger", "--json", "--domain", "ops")
+    assert [m["id"] for m in json.loads(found)] == [added] and json.loads(other) == []

@@ -238,6 +238,16 @@ def add_cmd(
         ),
     ] = False,
     agent: Annotated[str, typer.Option("--agent", help="Who remembers it.")] = HUMAN,
+    domain: Annotated[
+        str | None,
+        typer.Option("--domain", help="Its domain (e.g. billing): tasks of that domain learn "
+                     "its value, and search --domain finds it.", show_default=False),
+    ] = None,
+    task_type: Annotated[
+        str | None,
+        typer.Option("--task-type", help="The kind of task it is about (e.g. fix).",
+                     show_default=False),
+    ] = None,
     embeddings: EmbeddingsOption = False,
     as_json: JsonOption = False,
     hive: HiveOption = None,
@@ -258,6 +268,7 @@ def add_cmd(
             record = ltm.remember(
                 text, agent=agent, scope="project" if chosen == "project" else "global",
                 project=project, importance=importance, preference=preference,
+                domain=domain, task_type=task_type,
                 needs_approval=False,  # typed by the person: approved by that act
             )  # fmt: skip
         except UserError as exc:
