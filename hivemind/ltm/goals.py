@@ -5,8 +5,9 @@ learned value (TD(λ), `learning.py`) that ranks memories while it runs. A task'
 matter may give both; what it leaves out is inferred, in this order:
 
 - **domain**: the first of the agent's ROM `skills` (in the ROM's order) that the
-  task's title or body names, as whole words in any case (`skills: [billing, sql]`
-  and "Refund the double billing of ACME" → `billing`); none named: unset.
+  task's title or body (its first 4,000 characters) names, as whole words in any case
+  (`skills: [billing, sql]` and "Refund the double billing of ACME" → `billing`); none
+  named: unset.
 - **task_type**: the first word of the title, else of the body, that is one of the
   kinds in `TASK_TYPES` or a form of it ("Fixing the export" → `fix`, "a summary of"
   → `summarise`); none: unset.
@@ -40,6 +41,9 @@ TASK_TYPES: dict[str, tuple[str, ...]] = {
     "answer": ("answer", "reply", "respond", "explain"),
 }
 """A task's kind and the words (and their -s, -es, -ed, -ing forms) that say it."""
+
+BODY_CHARS = 4_000
+"""How much of a task's body the inference reads."""
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _KIND_OF: dict[str, str] = {word: kind for kind, words in TASK_TYPES.items() for word in words}
@@ -98,9 +102,11 @@ def infer_domain(title: str, body: str, skills: Sequence[str]) -> str | None:
 
 
 def task_goal(task: Task, skills: Sequence[str] = ()) -> Goal:
-    """The goal of `task` for an agent with `skills`: its front matter's, else inferred."""
-    domain = (task.domain or "").strip() or infer_domain(task.title, task.body, skills)
-    task_type = (task.task_type or "").strip() or infer_task_type(task.title, task.body)
+    """The goal of `task` for an agent with `skills`: its front matter's, else inferred
+    (from its title and the start of its body: every cycle asks)."""
+    body = task.body[:BODY_CHARS]
+    domain = (task.domain or "").strip() or infer_domain(task.title, body, skills)
+    task_type = (task.task_type or "").strip() or infer_task_type(task.title, body)
     return Goal(domain, task_type)
 
 
