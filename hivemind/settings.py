@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hivemind.durations import Seconds
+from hivemind.mcpspec import SERVER_NAME, TOOL_PREFIX, McpServerSpec
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
@@ -124,6 +125,8 @@ class AgentConfig(AgentSettings):
     tools: list[str] | None = Field(default=None, description="allow-list; None = every tool")
     knowledge: list[str] = Field(default_factory=list, description="globs under knowledge/")
     watch: list[str] = Field(default_factory=list, description="globs of files to keep in view")
+    mcp: dict[str, McpServerSpec] = Field(
+        default_factory=dict, description="MCP servers whose tools it gets (see mcpspec)")
     instructions: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -148,13 +151,38 @@ class AgentConfig(AgentSettings):
     @field_validator("tools")
     @classmethod
     def _known_tools(cls, value: list[str] | None) -> list[str] | None:
-        unknown = [t for t in value or () if t not in TOOL_NAMES]
+        # An MCP server's tools (mcp__<server>__<tool>, mcp__<server>: all of them) are
+        # checked against `mcp:` below.
+        unknown = [t for t in value or () if t not in TOOL_NAMES
+                   and not (isinstance(t, str) and t.startswith(TOOL_PREFIX))]
         if unknown:
             raise ValueError(
                 f"tools: no tool named {', '.join(unknown)} (the tools are "
                 f"{', '.join(TOOL_NAMES)})"
             )
         return value
+
+    @field_validator("mcp", mode="before")
+    @classmethod
+    def _server_names(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise ValueError("must map server names to their settings (command or url)")
+        for name in value:
+            if not isinstance(name, str) or not SERVER_NAME.match(name):
+                raise ValueError(f"server name {name!r} must be letters, digits, - or _ "
+                                 "(at most 40)")
+        return value
+
+    @model_validator(mode="after")
+    def _mcp_tools_named(self) -> AgentConfig:
+        for tool in self.tools or ():
+            server = mcp_server_of(tool)
+            if server is not None and server not in self.mcp:
+                raise ValueError(f"tools: {tool} names no server of `mcp:` (its servers: "
+                                 f"{', '.join(self.mcp) or 'none'})")
+        return self
 
     def budget_warnings(self, fixed: int = 0) -> list[str]:
         """Token settings that are valid but do not do what they say (the agent runs);
@@ -181,6 +209,14 @@ class AgentConfig(AgentSettings):
             if problem:
                 raise ValueError(f"{pattern!r} {problem}")
         return value
+
+
+def mcp_server_of(tool: str) -> str | None:
+    """The server of an allow-list entry `mcp__<server>__<tool>` or `mcp__<server>` (all
+    its tools); None for a built-in tool's name."""
+    if not tool.startswith(TOOL_PREFIX):
+        return None
+    return tool.removeprefix(TOOL_PREFIX).split("__", 1)[0]
 
 
 def _glob_problem(pattern: str) -> str | None:

@@ -210,7 +210,9 @@ def test_an_unknown_claude_code_tool_is_left_out_not_an_error(hive: Hive) -> Non
         "Bash(git diff:*)\n---\nhi\n")
     roms = RomRegistry(hive, AgentSettings())
     assert roms.load("a").tools == ["read_file", *COORDINATION]
-    assert "NewTool, mcp__github__search, Bash(git diff:*) left out" in roms.warnings("a")[0]
+    assert "NewTool, Bash(git diff:*) left out" in roms.warnings("a")[0]
+    assert "mcp__github__search left out: this ROM names no such MCP server" in (
+        roms.warnings("a")[1])
 
 
 def test_tasks_are_routed_by_description(hive: Hive) -> None:

@@ -5,18 +5,20 @@ Read, Grep`, `color`, ...) is a ROM as it is: its tool names are mapped to the h
 where one does the same, the others left out with a warning, and it always gets the
 tools that end a task. A field neither ours nor Claude Code's is a warning with the
 closest name; one that looks like `tools` misspelt makes the ROM invalid, as a
-misspelt allow-list would otherwise grant every tool.
+misspelt allow-list would otherwise grant every tool. An MCP server's tools
+(`mcp__<server>__<tool>`, or `mcp__<server>` for all of them) stay in `tools:` when the
+ROM names that server (`mcp:`, or Claude Code's `mcpServers` of the same shape).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hivemind.settings import TOOL_NAMES
+from hivemind.settings import TOOL_NAMES, mcp_server_of
 
 CLAUDE_CODE_TOOLS: dict[str, str | None] = {
     "Read": "read_file", "Write": "write_file", "Edit": "edit_file", "MultiEdit": "edit_file",
@@ -82,15 +84,18 @@ def _claude_code_tool(name: str) -> tuple[bool, str | None]:
     return bool(_UPPER_OR_MCP.match(name)), None
 
 
-def map_tools(names: Iterable[Any]) -> tuple[list[Any], list[str], bool]:
+def map_tools(
+    names: Iterable[Any], servers: Collection[str] = ()
+) -> tuple[list[Any], list[str], bool]:
     """Hive tool names for `names`, the Claude Code tools left out, and whether any name
     was Claude Code's. A name neither ours nor Claude Code's is kept: validation says
-    there is no such tool."""
+    there is no such tool. An MCP tool of one of `servers` (the ROM's) is kept; of
+    another server, left out."""
     out: list[Any] = []
     left_out: list[str] = []
     claude = False
     for name in names:
-        if not isinstance(name, str) or name in TOOL_NAMES:
+        if not isinstance(name, str) or name in TOOL_NAMES or mcp_server_of(name) in servers:
             mapped: Any = name
         else:
             known, mapped = _claude_code_tool(name)
@@ -120,6 +125,9 @@ def read_front(
 
     known = ours | CLAUDE_CODE_FIELDS
     for given, value in front.items():
+        if given == "mcpServers" and "mcp" not in front:
+            rom.fields["mcp"] = claude_code_servers(value, rom.warnings, at("mcpServers"))
+            continue
         key = str(given)
         if key in ours and key not in _TOOL_FIELDS:
             rom.fields[key] = value
@@ -157,22 +165,65 @@ def _claude_code(rom: RomFront, folder: str, at: Callable[[str], str]) -> None:
         del rom.fields["model"]
     claude = "description" in rom.fields  # the field Claude Code requires
     left_out: list[str] = []
+    servers = _server_names(rom.fields.get("mcp"))
     if isinstance(names := _names(rom.fields.get("tools")), list):
-        rom.fields["tools"], left_out, named_claude = map_tools(names)
+        rom.fields["tools"], left_out, named_claude = map_tools(names, servers)
         claude = claude or named_claude
     if isinstance(denied_names := _names(rom.fields.pop("disallowedTools", None)), list):
         _no_such_tool_denied(denied_names)
-        denied, _, _ = map_tools(denied_names)
+        denied, _, _ = map_tools(denied_names, servers)
         given = rom.fields.get("tools")
-        allowed = given if isinstance(given, list) else list(TOOL_NAMES)
+        allowed = given if isinstance(given, list) else [
+            *TOOL_NAMES, *(f"mcp__{s}" for s in servers)]
         rom.fields["tools"] = [t for t in allowed if t not in denied]
         claude = True
     if claude and isinstance(rom.fields.get("tools"), list):
         rom.fields["tools"] += [t for t in COORDINATION_TOOLS if t not in rom.fields["tools"]]
-    if left_out:
+    mcp_out = [n for n in left_out if mcp_server_of(n) is not None]
+    if left_out := [n for n in left_out if n not in mcp_out]:
         rom.warnings.append(
             f"{at('tools')}tools: {', '.join(left_out)} left out: no tool of the hive does "
             "that (the agent runs without)")
+    if mcp_out:
+        rom.warnings.append(
+            f"{at('tools')}tools: {', '.join(mcp_out)} left out: this ROM names no such MCP "
+            "server under `mcp:` (the agent runs without)")
+
+
+def _server_names(value: Any) -> list[str]:
+    return [str(k) for k in value] if isinstance(value, Mapping) else []
+
+
+_TRANSPORTS = {"stdio": "command", "http": "url", "streamable-http": "url"}
+
+
+def claude_code_servers(value: Any, warnings: list[str], at: str = "") -> Any:
+    """Claude Code's `mcpServers` as an `mcp:` block: a mapping of servers, or a list of
+    such mappings (`type: stdio|http` dropped once it agrees); a server named only
+    (configured in Claude Code, not here) is left out with a warning."""
+    items = value if isinstance(value, list) else [value]
+    out: dict[Any, Any] = {}
+    for item in items:
+        if isinstance(item, str):
+            warnings.append(f"{at}mcpServers: {item!r} is a server configured in Claude Code, "
+                            "not here: name it under `mcp:` with its command or url (the "
+                            "agent runs without it)")
+            continue
+        if not isinstance(item, Mapping):
+            return value  # validation says what is wrong with it
+        for name, given in item.items():
+            spec = given
+            if isinstance(given, Mapping) and "type" in given:
+                kind = given["type"]
+                if _TRANSPORTS.get(str(kind)) in given:
+                    spec = {k: v for k, v in given.items() if k != "type"}
+                else:
+                    warnings.append(f"{at}mcpServers: {name!r} has type {kind!r}: hivemind "
+                                    "runs stdio (command) and streamable HTTP (url) servers "
+                                    "(the agent runs without it)")
+                    continue
+            out[name] = spec
+    return out
 
 
 def _no_such_tool_denied(names: Iterable[Any]) -> None:
@@ -181,7 +232,14 @@ def _no_such_tool_denied(names: Iterable[Any]) -> None:
     every = [*TOOL_NAMES, *CLAUDE_CODE_TOOLS]
     for name in names:
         base = m.group(1) if isinstance(name, str) and (m := _PATTERN.match(name)) else name
-        if base in every or (isinstance(name, str) and name.startswith("mcp__")):
+        if isinstance(name, str) and name.startswith("mcp__"):
+            if name.count("__") > 1:
+                raise ToolFieldError("disallowedTools", (
+                    f"disallowedTools: {name}: one tool of an MCP server cannot be denied "
+                    "here; list the ones it may use in its `tools:` under `mcp:` (this ROM "
+                    "is not used until it is fixed)"))
+            continue
+        if base in every:
             continue
         close = difflib.get_close_matches(str(name), every, 1, 0.6)
         hint = f" (did you mean `{close[0]}`?)" if close else ""
