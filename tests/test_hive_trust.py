@@ -225,7 +225,8 @@ def test_a_hive_without_hive_toml_has_nothing_to_trust(tmp_path: Path) -> None:
     result = cli("trust", str(hive.root))
 
     assert result.exit_code == 1
-    assert "has no hive.toml: nothing to trust" in one_line(result.output)
+    assert "has no hive.toml and its ROMs name no MCP server: nothing to trust" in one_line(
+        result.output)
 
 
 def test_a_scratch_run_is_trusted_as_its_hive(

@@ -1,4 +1,5 @@
-"""`hivemind trust`: accept (see, or revoke) this hive's provider settings."""
+"""`hivemind trust`: accept (see, or revoke) this hive's provider settings and the MCP
+servers its ROMs name."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from hivemind.cli.common import (
     shown_path,
 )
 from hivemind.errors import ConfigError, UserError
+from hivemind.hive import mcptrust
 from hivemind.hive.config import parse_hive_config, read_config_bytes
 from hivemind.hive.layout import Hive
+from hivemind.hive.rom import RomRegistry
 from hivemind.hive.trust import (
     NEEDS_TRUST,
     TrustState,
@@ -35,7 +38,7 @@ from hivemind.hive.trust import (
     trust_state,
 )
 from hivemind.llm.select import BASE_URL_ENV
-from hivemind.settings import HiveConfig
+from hivemind.settings import AgentConfig, HiveConfig
 
 _STATE_TEXT = {
     TrustState.TRUSTED: "trusted",
@@ -47,7 +50,7 @@ _STATE_TEXT = {
 
 def register(app: typer.Typer) -> None:
     """Add `trust` to the `hivemind` app."""
-    app.command("trust", short_help="Accept this hive's provider settings (hive.toml).")(
+    app.command("trust", short_help="Accept this hive's provider settings and MCP servers.")(
         trust_command
     )
 
@@ -64,17 +67,20 @@ def trust_command(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Trust this hive's hive.toml, so its [provider] base_url and api_key_env apply.
+    """Trust this hive's hive.toml, so its [provider] base_url and api_key_env apply,
+    and the MCP servers its agents' ROMs name, so they may start.
 
     A hive you cloned is someone else's folder: its hive.toml could send your
     requests, and your key, to another server (base_url), or send another of your
-    secrets as the key (api_key_env = "GITHUB_TOKEN"). So hivemind ignores those
-    two settings, and says so, until you have read the file and trusted it here.
+    secrets as the key (api_key_env = "GITHUB_TOKEN"); a ROM's `mcp:` block names
+    programs to run and addresses to contact. So hivemind ignores those settings,
+    starts no MCP server, and says so, until you have read them and trusted them here
+    (this command lists each server: its command or url, and its environment).
 
     The trust is recorded in your config folder ($XDG_CONFIG_HOME/hivemind, else
-    ~/.config/hivemind), never in the hive, for this exact file: any change to it
-    must be trusted again. Whatever the file says, $ANTHROPIC_BASE_URL, when set,
-    wins.
+    ~/.config/hivemind), never in the hive, for exactly what it is now: any change to
+    hive.toml, or to a server (a new one too), must be trusted again. Whatever the file
+    says, $ANTHROPIC_BASE_URL, when set, wins.
     """
     if show and revoke_it:
         fail("--show and --revoke: give one")
@@ -94,26 +100,41 @@ def trust_command(
         _trust(where, raw, config, as_json)
 
 
+def _roms(hive: Hive, config: HiveConfig | None) -> dict[str, AgentConfig]:
+    """Every agent's config as the daemon would run it (the last good one of a ROM now
+    invalid), read quietly: their servers are what the trust is about."""
+    settings = config or HiveConfig()
+    roms = RomRegistry(hive, settings.agents, models=settings.models)
+    roms.tells_problems = False
+    return roms.configs()
+
+
 def _trust(hive: Hive, raw: bytes | None, config: HiveConfig | None, as_json: bool) -> None:
-    if raw is None or config is None:
-        fail(f"{shown_path(hive.root)} has no hive.toml: nothing to trust")
+    configs = _roms(hive, config)
+    servers = mcptrust.fingerprints(configs)
+    if (raw is None or config is None) and not servers:
+        fail(f"{shown_path(hive.root)} has no hive.toml and its ROMs name no MCP server: "
+             "nothing to trust")
     try:
-        grant(hive, raw)
+        grant(hive, raw, servers)
     except UserError as exc:
         fail(str(exc))
     if as_json:
-        typer.echo(json.dumps(_facts(hive, raw, config)))
+        typer.echo(json.dumps(_facts(hive, raw, config, configs)))
         return
-    shown = shown_path(hive.config_file)
-    console.print(Text(f"trusted {shown} (sha256 {digest(trust_parts(raw))[:16]}…)"),
-                  soft_wrap=True)
-    _print_settings(config, applies=True)
-    console.print(Text("Any change to the file needs `hivemind trust` again; "
+    if raw is not None and config is not None:
+        shown = shown_path(hive.config_file)
+        console.print(Text(f"trusted {shown} (sha256 {digest(trust_parts(raw))[:16]}…)"),
+                      soft_wrap=True)
+        _print_settings(config, applies=True)
+    _print_servers(hive, configs, trusting=True)
+    console.print(Text("Any change to hive.toml or to a server needs `hivemind trust` again; "
                        "`hivemind trust --revoke` undoes this."), style="dim", soft_wrap=True)
 
 
 def _show(hive: Hive, raw: bytes | None, config: HiveConfig | None, as_json: bool) -> None:
-    facts = _facts(hive, raw, config)
+    configs = _roms(hive, config)
+    facts = _facts(hive, raw, config, configs)
     if as_json:
         typer.echo(json.dumps(facts))
         return
@@ -121,6 +142,23 @@ def _show(hive: Hive, raw: bytes | None, config: HiveConfig | None, as_json: boo
     console.print(Text(f"{shown_path(hive.config_file)}: {_STATE_TEXT[state]}"), soft_wrap=True)
     if config is not None:
         _print_settings(config, applies=state is TrustState.TRUSTED)
+    _print_servers(hive, configs, trusting=False)
+
+
+def _print_servers(hive: Hive, configs: dict[str, AgentConfig], *, trusting: bool) -> None:
+    """Each MCP server the ROMs name: what runs or is contacted, with what environment,
+    and whether it is trusted (`trusting`: it just was)."""
+    if any(cfg.mcp for cfg in configs.values()):
+        console.print(Text("trusted the MCP servers the ROMs name (they may start):" if trusting
+                           else "MCP servers the ROMs name (none starts until trusted):"),
+                      soft_wrap=True)
+    for agent, cfg in sorted(configs.items()):
+        states = mcptrust.server_trust(hive, agent, cfg.mcp)
+        for name, spec in cfg.mcp.items():
+            state = "trusted" if trusting else states[name].value
+            rom = hive.relative(hive.rom_path(agent))
+            console.print(Text(f"  {rom}: MCP server `{name}` ({spec.transport}, {state}): "
+                               f"{mcptrust.describe(spec)}"), soft_wrap=True)
 
 
 def _revoke(hive: Hive, as_json: bool) -> None:
@@ -155,7 +193,8 @@ def _print_settings(config: HiveConfig, *, applies: bool) -> None:
         console.print(Text(f"  [provider] {key} = {value!r}: {note}"), soft_wrap=True)
 
 
-def _facts(hive: Hive, raw: bytes | None, config: HiveConfig | None) -> dict[str, Any]:
+def _facts(hive: Hive, raw: bytes | None, config: HiveConfig | None,
+           configs: dict[str, AgentConfig]) -> dict[str, Any]:
     """The trust of `hive` for scripts."""
     record = read_record(hive)
     where = record_path(hive)
@@ -168,4 +207,12 @@ def _facts(hive: Hive, raw: bytes | None, config: HiveConfig | None) -> dict[str
         "record": str(where) if where else None,
         "provider": {k: getattr(config.provider, k) for k in set_keys(config.provider)}
         if config is not None else {},
+        "mcp": [
+            {"agent": agent, "server": name, "state": state.name.lower(),
+             "transport": spec.transport, "fingerprint": spec.fingerprint(),
+             "runs": mcptrust.describe(spec)}
+            for agent, cfg in sorted(configs.items())
+            for name, state in mcptrust.server_trust(hive, agent, cfg.mcp).items()
+            if (spec := cfg.mcp[name]) is not None
+        ],
     }

@@ -22,6 +22,7 @@ from hivemind.fs.atomic import atomic_write
 from hivemind.fs.globs import glob_match, glob_root
 from hivemind.fs.regular import read_regular
 from hivemind.fs.statcache import RACY_MARGIN, Sig, sig_of
+from hivemind.hive import mcptrust
 from hivemind.hive.document import decode_text
 from hivemind.hive.frontmatter import parse, rom_and_warnings
 from hivemind.hive.layout import RUNTIME_FOLDERS, Hive, hive_files
@@ -72,6 +73,10 @@ class RomRegistry:
         for the warning that a ROM leaves no room for a context; unknown: 0."""
         self.model_problem: Callable[[str], str | None] | None = None
         """Why a model id is none (not in the provider's list, say), once that is known."""
+        self.trusted_as = hive
+        """The hive whose trust decides if a ROM's MCP servers may start (a scratch
+        copy's is the hive it copies)."""
+        self.environ: Mapping[str, str] = os.environ
         self._entries: dict[str, _Entry] = {}
 
     def load(self, name: str) -> AgentConfig:
@@ -140,6 +145,7 @@ class RomRegistry:
         fixed = (self.fixed_tokens(config) if self.fixed_tokens is not None
                  and room < MIN_CONTEXT_TOKENS + FIXED_TOKENS_MOST else 0)
         warnings = told + config.budget_warnings(fixed) + glob_warnings(self.hive, config)
+        warnings += mcptrust.warnings(self.trusted_as, name, config.mcp, self.environ)
         if self.model_problem is not None and (problem := self.model_problem(config.model)):
             warnings.append(problem)
         if self.tells_problems:

@@ -2,8 +2,9 @@
 
 A hive is someone else's folder: settings in it that decide where requests and the
 user's key go (`[provider] base_url`, `api_key_env`) apply only once the user has
-trusted the file. `hivemind trust` keeps a digest of what is trusted in the user's
-config folder, keyed by the hive's real path: any change needs trusting again.
+trusted the file, and the MCP servers its ROMs name start only once trusted (see
+`mcptrust`). `hivemind trust` keeps a digest of what is trusted in the user's config
+folder, keyed by the hive's real path: any change needs trusting again.
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ class TrustRecord(BaseModel):
     """What `hivemind trust` writes for one hive, in the user's config folder."""
 
     hive: str
-    sha256: str
+    sha256: str | None = None
+    """hive.toml's digest (None: the hive had none)."""
     trusted_at: datetime
+    mcp: dict[str, str] = Field(default_factory=dict)
+    """Each MCP server of its ROMs, `<agent>/<server>` → its spec's fingerprint."""
 
 
 class ProviderTrust(BaseModel):
@@ -109,21 +113,24 @@ def trust_state(hive: Hive, hive_toml: bytes | None) -> TrustState:
     if hive_toml is None:
         return TrustState.NO_FILE
     record = read_record(hive)
-    if record is None:
+    if record is None or record.sha256 is None:
         return TrustState.UNTRUSTED
     if record.sha256 == digest(trust_parts(hive_toml)):
         return TrustState.TRUSTED
     return TrustState.CHANGED
 
 
-def grant(hive: Hive, hive_toml: bytes) -> TrustRecord:
-    """Record that the user trusts `hive_toml` for `hive` (replacing an older record)."""
+def grant(hive: Hive, hive_toml: bytes | None,
+          mcp: Mapping[str, str] | None = None) -> TrustRecord:
+    """Record that the user trusts `hive_toml` (None: there is none) and the MCP servers
+    `mcp` (see `mcptrust.fingerprints`) for `hive`, replacing an older record."""
     path = record_path(hive)
     if path is None:
         raise UserError("cannot find your config folder to record the trust in: set "
                         "XDG_CONFIG_HOME or HOME")
-    record = TrustRecord(hive=str(hive.root), sha256=digest(trust_parts(hive_toml)),
-                         trusted_at=datetime.now(UTC))
+    record = TrustRecord(
+        hive=str(hive.root), trusted_at=datetime.now(UTC), mcp=dict(mcp or {}),
+        sha256=digest(trust_parts(hive_toml)) if hive_toml is not None else None)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, record.model_dump_json(indent=2) + "\n")

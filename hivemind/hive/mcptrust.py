@@ -1,0 +1,103 @@
+"""The user's trust in the MCP servers a hive's ROMs name.
+
+A server is a program to run or an address to contact, chosen by whoever wrote the
+hive: none starts before the user has run `hivemind trust`, which records each
+server's fingerprint (`<agent>/<server>` → `McpServerSpec.fingerprint`) beside the
+hive.toml digest (see `trust`). A server added or changed since needs trusting again;
+until then it is a problem of its ROM (`warnings`), and the agent runs without it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from enum import StrEnum
+
+from hivemind.hive.layout import Hive
+from hivemind.hive.trust import read_record
+from hivemind.mcpspec import McpServerSpec
+from hivemind.settings import AgentConfig
+
+
+class ServerTrust(StrEnum):
+    TRUSTED = "trusted"
+    UNTRUSTED = "not trusted"
+    CHANGED = "changed since you trusted it"
+
+
+def server_key(agent: str, server: str) -> str:
+    return f"{agent}/{server}"
+
+
+def fingerprints(configs: Mapping[str, AgentConfig]) -> dict[str, str]:
+    """What `hivemind trust` records of the ROMs' servers now."""
+    return {server_key(agent, name): spec.fingerprint()
+            for agent, cfg in sorted(configs.items()) for name, spec in cfg.mcp.items()}
+
+
+def server_trust(
+    trusted_as: Hive, agent: str, servers: Mapping[str, McpServerSpec]
+) -> dict[str, ServerTrust]:
+    """Each of the agent's servers: trusted, never trusted, or changed since
+    (`trusted_as`: the hive whose trust applies; a scratch copy's is the original's)."""
+    if not servers:
+        return {}
+    record = read_record(trusted_as)
+    trusted = record.mcp if record is not None else {}
+    out = {}
+    for name, spec in servers.items():
+        was = trusted.get(server_key(agent, name))
+        out[name] = (ServerTrust.UNTRUSTED if was is None else ServerTrust.TRUSTED
+                     if was == spec.fingerprint() else ServerTrust.CHANGED)
+    return out
+
+
+def trusted_servers(
+    trusted_as: Hive, agent: str, servers: Mapping[str, McpServerSpec]
+) -> dict[str, McpServerSpec]:
+    """The servers of `servers` the user trusts as they are now: the ones that may start."""
+    states = server_trust(trusted_as, agent, servers)
+    return {n: s for n, s in servers.items() if states[n] is ServerTrust.TRUSTED}
+
+
+def warnings(
+    trusted_as: Hive, agent: str, servers: Mapping[str, McpServerSpec],
+    environ: Mapping[str, str],
+) -> list[str]:
+    """What keeps a ROM's servers from running as written, one line each: not trusted
+    (or changed since), a `${VAR}` the environment lacks."""
+    out = []
+    for name, state in server_trust(trusted_as, agent, servers).items():
+        if state is not ServerTrust.TRUSTED:
+            out.append(f"MCP server `{name}` {state.value}: it does not start, and the "
+                       "agent runs without its tools; read the ROM, then run "
+                       "`hivemind trust`")
+        elif missing := servers[name].missing_vars(environ):
+            names = ", ".join(f"${{{v}}}" for v in missing)
+            out.append(f"MCP server `{name}`: {names} not set in your environment "
+                       "(passed empty)")
+    return out
+
+
+def describe(spec: McpServerSpec) -> str:
+    """What runs or is contacted, for `hivemind trust`: the command and its arguments or
+    the url; the environment it gets (names only: values may be secrets) and from where."""
+    if spec.command is not None:
+        what = " ".join([spec.command, *spec.args])
+        if spec.cwd:
+            what += f" (in {spec.cwd}/)"
+    else:
+        what = spec.url or ""
+    env = [_value(k, v) for k, v in sorted(spec.env.items())]
+    headers = [_value(k, v) for k, v in sorted(spec.headers.items())]
+    return (what + (f"; env: {', '.join(env)}" if env else "")
+            + (f"; headers: {', '.join(headers)}" if headers else ""))
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _value(key: str, value: str) -> str:
+    """`TOKEN from ${GITHUB_TOKEN}` (a value of the user's environment), or `DIR=notes`."""
+    names = _VAR.findall(value)
+    return f"{key} from {', '.join('${' + n + '}' for n in names)}" if names else f"{key}={value}"
