@@ -20,6 +20,7 @@ from hivemind.llm.base import (
     ToolSpec,
     Usage,
 )
+from hivemind.llm.offline_mcp import call_id, endings, mcp_call
 
 LABEL = "[offline provider]"
 SUBJECT_TAG = "[offline]"
@@ -135,6 +136,8 @@ class _Plan:
     def _task(self, entry: dict[str, Any], meta: dict[str, Any]) -> None:
         task_id = str(meta.get("task_id") or entry.get("id") or "task")
         title = str(meta.get("title") or task_id)
+        if self._mcp(entry, task_id):
+            return
         path = workspace_path(task_id)
         writes = "write_file" in self.offered
         self.tasks += 1
@@ -160,6 +163,27 @@ class _Plan:
             else f"Acknowledged by the offline provider ({NO_MODEL})."
         )
         self.add("complete_task", {"task_id": task_id, "result": result})
+
+    def _mcp(self, entry: dict[str, Any], task_id: str) -> bool:
+        """A task whose front matter says `mcp: <server>.<tool>`: call that tool (its
+        result ends the task next round: see `offline_mcp`), or fail the task saying why
+        it cannot be called. False for any other task."""
+        wanted = mcp_call(str(entry.get("content") or ""))
+        if wanted is None:
+            return False
+        self.tasks += 1
+        if isinstance(wanted, str):
+            problem = wanted
+        elif wanted[0] in self.offered:
+            self.calls.append(ToolCall(id=call_id(len(self.calls) + 1, task_id),
+                                       name=wanted[0], input=wanted[1]))
+            return True
+        else:
+            problem = (f"{wanted[0]} is not among this agent's tools: its ROM names no such "
+                       "MCP server (mcp:), or the server is not trusted (`hivemind trust`) or "
+                       "not ready (`hivemind status`)")
+        self.add("fail_task", {"task_id": task_id, "reason": f"{LABEL} {problem}"})
+        return True
 
     def _summary(self, entry: dict[str, Any], task_id: str, title: str) -> str:
         ids = self.request.context_ids or [str(e.get("id", "")) for e in self.entries]
@@ -224,8 +248,9 @@ class OfflineProvider:
         """First round: the calls for active tasks and unread mail; later rounds: done."""
         if request.turns:
             made = sum(len(t.tool_calls) for t in request.turns if isinstance(t, AssistantTurn))
-            calls: list[ToolCall] = []
-            text = f"{LABEL} done: {made} tool calls"
+            calls: list[ToolCall] = endings(request.turns, {t.name for t in request.tools})
+            text = (f"{LABEL} ending {len(calls)} task(s) with their MCP results" if calls
+                    else f"{LABEL} done: {made} tool calls")
         else:
             plan = _Plan(request, self._context.read(request))
             calls = plan.build()
