@@ -47,6 +47,7 @@ class FixedTokens:
         self.tools = tools
         self.counter = counter
         self._memo: dict[tuple[str, ...] | None, int] = {}
+        self._mcp_memo: dict[str, int] = {}
 
     def __call__(self, cfg: AgentConfig) -> int:
         key = tuple(cfg.tools) if cfg.tools is not None else None
@@ -54,6 +55,18 @@ class FixedTokens:
         if n is None:
             specs = [s.model_dump() for s in self.tools.specs(cfg.tools)]
             n = self._memo[key] = self.counter.count(PREAMBLE + json.dumps(specs))
+        return n + self._mcp(cfg)
+
+    def _mcp(self, cfg: AgentConfig) -> int:
+        """The agent's MCP tools' definitions (they come and go with their servers)."""
+        if self.tools.mcp is None or not cfg.mcp:
+            return 0
+        text = json.dumps([s.model_dump() for s in self.tools.mcp.specs(cfg.name, cfg.tools)])
+        n = self._mcp_memo.get(text)
+        if n is None:
+            if len(self._mcp_memo) > 256:
+                self._mcp_memo.clear()
+            n = self._mcp_memo[text] = self.counter.count(text) if text != "[]" else 0
         return n
 
 

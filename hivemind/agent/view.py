@@ -145,7 +145,7 @@ class ContextAssembler:
             role=cfg.summary,
             model=cfg.model,
             system=view.system,
-            tools=self.services.tools.specs(cfg.tools),
+            tools=self.services.tools.specs(cfg.tools, self.name),
             context_stable=stable,
             context_volatile=volatile,
             context_ids=[e["id"] for e in view.context.entries],

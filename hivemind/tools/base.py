@@ -22,6 +22,7 @@ from hivemind.errors import FileFormatError, PathEscapeError, StoreError, ToolEr
 from hivemind.fs.diskspace import full_error, is_full
 from hivemind.hive.layout import Hive
 from hivemind.llm.base import ToolCall, ToolResult, ToolSpec
+from hivemind.mcpspec import split_tool_name
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.settings import AgentConfig
 from hivemind.tools.schema import compact_schema
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from hivemind.hive.tasks.ref import TaskRef
     from hivemind.ltm.store import LongTermMemory
     from hivemind.tools.limits import Conversations
+    from hivemind.tools.mcp import McpToolbox
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +156,8 @@ class ToolRegistry:
         self._tools: dict[str, Tool[Any]] = {}
         for tool in tools:
             self.register(tool)
+        self.mcp: McpToolbox | None = None
+        """MCP servers' tools, after the built-in ones (set where a pool runs them)."""
 
     def register(self, tool: Tool[Any]) -> None:
         if tool.name in self._tools:
@@ -171,13 +175,21 @@ class ToolRegistry:
         wanted = set(allow)
         return [t for name, t in self._tools.items() if name in wanted]
 
-    def specs(self, allow: list[str] | None) -> list[ToolSpec]:
-        return [t.spec() for t in self.allowed(allow)]
+    def specs(self, allow: list[str] | None, agent: str | None = None) -> list[ToolSpec]:
+        """The definitions the model is sent: the built-in tools `allow` allows, then
+        (given the `agent`) its MCP servers' tools."""
+        builtin = [t.spec() for t in self.allowed(allow)]
+        if agent is None or self.mcp is None:
+            return builtin
+        return builtin + self.mcp.specs(agent, allow)
 
     def footprint(self, call: ToolCall) -> Footprint:
-        """What `call` reads and writes; an unknown tool touches nothing (it only errs)."""
+        """What `call` reads and writes; an unknown tool touches nothing (it only errs).
+        An MCP server's tool may touch anything: it runs alone."""
         tool = self._tools.get(call.name)
         if tool is None:
+            if self.mcp is not None and split_tool_name(call.name) is not None:
+                return EXCLUSIVE
             return Footprint.of()
         if tool.touches is None:
             return EXCLUSIVE
@@ -191,6 +203,8 @@ class ToolRegistry:
     async def execute(self, ctx: ToolContext, call: ToolCall) -> ToolResult:
         """Run one call; a mistake of the model comes back as an error result."""
         tool = self._tools.get(call.name)
+        if tool is None and self.mcp is not None and split_tool_name(call.name) is not None:
+            return await self.mcp.execute(ctx.agent, ctx.config, call)
         permitted = ctx.config.tools is None or call.name in ctx.config.tools
         if tool is None or not permitted:
             known = ", ".join(t.name for t in self.allowed(ctx.config.tools))
