@@ -84,6 +84,9 @@ class Task(BaseModel):
     # Set by `hivemind task retry`: its attempts, and its ceilings' counts (tokens,
     # rounds, idle turns), start again from then.
     retried_at: datetime | None = None
+    # `<server>.<tool>` and its input: the offline provider calls that MCP tool for it.
+    mcp: str | None = None
+    mcp_args: dict[str, Any] | None = None
     body: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)
 
