@@ -12,7 +12,7 @@ from hivemind.daemon.status_file import DaemonStatus
 from hivemind.hive.layout import Hive
 
 KEYS = ["pid", "running", "stopped_because", "provider", "started_at", "updated_at",
-        "agents", "workers", "waiting_tasks", "disk_full", "totals"]
+        "agents", "workers", "waiting_tasks", "disk_full", "totals", "mcp_servers"]
 
 
 def idle_run() -> RunSnapshot:

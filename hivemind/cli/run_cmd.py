@@ -171,6 +171,7 @@ def register(app: typer.Typer) -> None:
             secrets=(secret,) if secret else (),
             on_cycle=feed.on_cycle,
             hive_toml=hive_toml,
+            trusted_as=original,
         )
         if feed.events:
             out.print(startup_text(hive, config, provider.name, names, _pending(hive)),

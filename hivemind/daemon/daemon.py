@@ -35,6 +35,7 @@ from hivemind.daemon.gctune import daemon_gc_pace
 from hivemind.daemon.idle import IdleState, IdleWatch
 from hivemind.daemon.lead import WorkerLead
 from hivemind.daemon.lock import HiveLock, outlive_old_workers
+from hivemind.daemon.mcphub import McpHub
 from hivemind.daemon.modelcheck import check_models
 from hivemind.daemon.pausing import PauseWatch
 from hivemind.daemon.runner import AgentRunner, RunOptions
@@ -51,6 +52,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["Daemon", "RunOptions"]
 
+MCP_GRACE = 5.0
+"""Seconds MCP servers have to stop cleanly at the daemon's end before they are killed."""
+
 
 class Daemon(WorkerLead, IdleWatch, HiveEvents):
     """Runs the agents of one hive until stopped (or idle, with `until_idle`)."""
@@ -65,6 +69,7 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
         secrets: tuple[str, ...] = (),
         on_cycle: Callable[[CycleReport], None] | None = None,
         hive_toml: bytes | None = None,
+        trusted_as: Hive | None = None,
     ) -> None:
         self.hive = hive.ensure()
         self.config = config
@@ -75,6 +80,9 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
         self.options = options or RunOptions()
         self.services = HiveServices.open(hive, provider, config, secrets=secrets)
         self.services.roms.saves_last_good = True  # an invalid edit then outlives a restart
+        # The user's trust (a scratch copy's is the original's) lets MCP servers start.
+        self.services.roms.trusted_as = trusted_as or self.hive
+        self.mcp = McpHub(self.services, trusted_as or self.hive)
         self.services.task_changed = self.request_dispatch
         self.services.mail_sent = self.wake_agents
         self.services.figures = self.figures = HiveFigures(self.services)
@@ -141,7 +149,7 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
         return RunSnapshot(
             provider=self.services.provider.name, stopped_because=self.exit_reason,
             runners=self.runners, workers=self.workers, waiting=self.waiting,
-            disk_full=self.disk.problem, totals=self.totals,
+            disk_full=self.disk.problem, totals=self.totals, mcp=self.mcp.states(),
         )
 
     # -- main ------------------------------------------------------------------
@@ -167,6 +175,7 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
             finally:
                 try:
                     await self._stop_workers()
+                    await self.mcp.aclose(min(self.config.daemon.grace_period, MCP_GRACE))
                     await asyncio.gather(*(r.agent.settle() for r in self.runners.values()))
                     await self.services.provider.aclose()
                     if self.services.ltm is not None:
@@ -209,7 +218,8 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
         warming = asyncio.ensure_future(asyncio.to_thread(self.services.counter.warm))
         # Workers first: their start-up (a new interpreter) overlaps the watcher's.
         try:
-            mine = self._spread([n for n in self.hive.agent_names() if self._wanted(n)])
+            mine = self._spread([n for n in self.hive.agent_names() if self._wanted(n)],
+                                home={n for n, c in configs.items() if c.mcp})
         finally:
             await warming
             await checking  # never raises; a few seconds at most (LIST_TIMEOUT)
@@ -334,6 +344,7 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
     async def _cycle(self, runner: AgentRunner) -> CycleReport:
         """One cycle, here or in the agent's worker process."""
         worker = runner.worker
+        await self.mcp.sync(runner.agent.name, runner.agent.config(), here=worker is None)
         if worker is not None:
             try:
                 return await worker.cycle(runner.agent)
@@ -359,6 +370,9 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
         return outage.broken_cycle(runner.agent, exc)
 
     def _each_rescan(self) -> None:
-        """Every rescan interval: the lock's pid file back if someone removed it."""
+        """Every rescan interval: the lock's pid file back if someone removed it; after a
+        `hivemind trust`, the agents naming MCP servers wake (a cycle first syncs them)."""
         if self._lock is not None:
             self._lock.refresh()
+        if self.mcp.trust_changed():
+            self.wake_agents([name for name, r in self.runners.items() if r.worker is None])

@@ -16,6 +16,7 @@ from hivemind.daemon.availability import Availability
 from hivemind.daemon.cyclebook import CycleBook
 from hivemind.daemon.diskfull import DiskGuard
 from hivemind.daemon.dispatch_loop import DispatchLoop
+from hivemind.daemon.mcphub import McpHub
 from hivemind.daemon.pausing import PauseWatch
 from hivemind.daemon.runner import AgentRunner, RunOptions
 from hivemind.daemon.workers import WorkerLink
@@ -38,6 +39,7 @@ class HiveEvents:
     pauses: PauseWatch
     dispatching: DispatchLoop
     book: CycleBook
+    mcp: McpHub
     stopping: asyncio.Event
     _agent_loops: set[asyncio.Task[None]]
     _retiring: dict[str, asyncio.Task[None]]
@@ -79,6 +81,7 @@ class HiveEvents:
             del self._retiring[name]
         if name in self.runners:
             return
+        await self.mcp.detach(name)  # its servers stop unless another agent names them
         if not self.hive.rom_path(name).exists():
             self._give_back(name)
         elif self._wanted(name) and not self.stopping.is_set():

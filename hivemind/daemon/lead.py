@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from hivemind.agent.cycle import Agent
@@ -32,6 +33,20 @@ from hivemind.settings import HiveConfig
 logger = logging.getLogger("hivemind.daemon.daemon")  # the daemon speaks, whichever part
 
 
+def _deal_home(names: list[str], home: Collection[str], processes: int) -> list[list[str]]:
+    """`deal`, the agents of `home` kept in the lead's share (the first), which the
+    others fill up to an even share; no worker is left without an agent."""
+    kept = [n for n in names if n in home]
+    if not kept:
+        return deal(names, processes)
+    away = [n for n in names if n not in home]
+    fill = max(0, -(-len(names) // max(1, processes)) - len(kept))
+    rest = away[fill:]
+    if processes < 2 or not rest:
+        return [kept + away]
+    return [kept + away[:fill], *(s for s in deal(rest, processes - 1) if s)]
+
+
 class WorkerLead:
     """The daemon's dealings with its worker processes (`Daemon` inherits them)."""
 
@@ -54,13 +69,15 @@ class WorkerLead:
         def request_dispatch(self) -> None: ...
         def wake_agents(self, names: list[str]) -> None: ...
 
-    def _spread(self, names: list[str]) -> list[str]:
+    def _spread(self, names: list[str], home: Collection[str] = ()) -> list[str]:
         """Deal the agents out over the processes and start the workers; returns the
-        agents this process runs itself."""
+        agents this process runs itself: those of `home` (agents naming MCP servers,
+        whose pool runs here), and a share of the others."""
         wanted = self.options.workers or self.config.daemon.workers
         # Each process needs a model-call slot of its own, and together they keep the cap.
         processes = process_count(wanted, len(names), self.config.daemon.max_concurrent_calls)
-        shares = deal(names, processes)
+        shares = _deal_home(names, home, processes)
+        processes = len(shares)
         if processes > 1:
             calls = share_of_calls(self.config.daemon.max_concurrent_calls, processes)
             self.services.model_slots = asyncio.Semaphore(calls)

@@ -19,12 +19,14 @@ from hivemind.daemon.runner import AgentRunner
 from hivemind.daemon.status_file import (
     AgentRunStatus,
     DaemonStatus,
+    McpServerStatus,
     RunTotalsStatus,
     WaitingTask,
 )
 from hivemind.daemon.workers import WorkerLink
 from hivemind.hive.layout import Hive
 from hivemind.llm.base import Usage
+from hivemind.mcp.api import ServerState
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +93,7 @@ class RunSnapshot:
     waiting: Sequence[tuple[str, str]]
     disk_full: str | None  # why nothing is written now, while the disk is full
     totals: RunTotals
+    mcp: Sequence[ServerState] = ()
 
 
 class StatusWriter:
@@ -134,6 +137,10 @@ class StatusWriter:
             waiting_tasks=[WaitingTask(id=t, why=why) for t, why in run.waiting[:50]],
             disk_full=run.disk_full,
             totals=run.totals.as_status(),
+            mcp_servers=[McpServerStatus(
+                name=m.name, status=m.status.value, transport=m.transport, tools=m.tools,
+                agents=list(m.agents), pid=m.pid, restarts=m.restarts, error=m.error,
+            ) for m in run.mcp],
         )
 
     def write(self, final: bool = False) -> None:

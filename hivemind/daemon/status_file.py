@@ -68,6 +68,21 @@ class RunTotalsStatus(BaseModel):
     overhead_ms_median: float | None = None
 
 
+class McpServerStatus(BaseModel):
+    """One MCP server of the daemon's pool (see `hivemind.mcp.api.ServerState`)."""
+
+    model_config = _READ
+
+    name: str = ""
+    status: str = ""  # starting, ready, restarting, failed, stopped
+    transport: str = ""  # stdio or http
+    tools: int = 0  # tools it offers (before any allow-list)
+    agents: list[str] = Field(default_factory=list)
+    pid: int | None = None
+    restarts: int = 0
+    error: str | None = None  # its last problem, one line (why it failed)
+
+
 class DaemonStatus(BaseModel):
     """The whole of status.json, in the order of its keys on disk."""
 
@@ -84,6 +99,7 @@ class DaemonStatus(BaseModel):
     waiting_tasks: list[WaitingTask] = Field(default_factory=list)
     disk_full: str | None = None  # why nothing is written now, while the disk is full
     totals: RunTotalsStatus = Field(default_factory=RunTotalsStatus)
+    mcp_servers: list[McpServerStatus] = Field(default_factory=list)
 
     def dumps(self) -> str:
         """The file's text (the same bytes as the daemon's json.dumps always wrote)."""

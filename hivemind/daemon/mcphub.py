@@ -1,0 +1,103 @@
+"""The daemon's MCP servers: one pool in the lead process, fed the servers each agent's
+ROM names and the user trusts.
+
+Before each of an agent's cycles in the lead, `sync` attaches its trusted servers when
+they changed (its start, a ROM edit, a `hivemind trust` since): the pool starts,
+restarts or stops what changed, and the agent's tools follow. An agent that goes is
+detached; the pool is closed at the daemon's end. Agents that name servers run in
+the lead (see `WorkerLead._spread`): a worker process has no pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+
+from hivemind.agent.services import HiveServices
+from hivemind.hive.layout import Hive
+from hivemind.hive.mcptrust import trusted_servers
+from hivemind.hive.trust import record_path
+from hivemind.mcp.api import ServerState
+from hivemind.mcp.pool import McpPool
+from hivemind.settings import AgentConfig
+from hivemind.tools.base import MAX_RESULT_CHARS
+from hivemind.tools.mcp import McpToolbox
+
+logger = logging.getLogger("hivemind.daemon.daemon")  # the daemon speaks, whichever part
+
+
+class McpHub:
+    """The MCP pool of one daemon, and which servers each agent has attached."""
+
+    def __init__(self, services: HiveServices, trusted_as: Hive,
+                 environ: Mapping[str, str] = os.environ) -> None:
+        self.services = services
+        self.trusted_as = trusted_as
+        self.environ = environ
+        self.pool: McpPool | None = None  # made when the first agent names a server
+        self._attached: dict[str, dict[str, str]] = {}  # agent → server → fingerprint
+        self._away: set[str] = set()  # agents told they run in a worker (once)
+        self._record = record_path(trusted_as)
+        self._record_sig = self._sig()
+
+    def _sig(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self._record) if self._record is not None else None
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns) if st is not None else None
+
+    def trust_changed(self) -> bool:
+        """True once after the user's trust record changed (`hivemind trust`, `--revoke`):
+        the agents naming servers should sync again (see `Daemon._each_rescan`)."""
+        sig = self._sig()
+        if sig == self._record_sig:
+            return False
+        self._record_sig = sig
+        return True
+
+    def _pool(self) -> McpPool:
+        if self.pool is None:
+            hive = self.services.hive
+            self.pool = McpPool(hive.root, self.environ, log_dir=hive.state_dir / "mcp")
+            self.services.tools.mcp = McpToolbox(self.pool, MAX_RESULT_CHARS)
+        return self.pool
+
+    async def sync(self, agent: str, cfg: AgentConfig | None, *, here: bool = True) -> None:
+        """Attach the agent's trusted servers if they changed since (`cfg` None: it has
+        no valid ROM, keep what it had); `here`: it runs in this process."""
+        if cfg is None:
+            return
+        if not here:
+            if cfg.mcp and agent not in self._away:
+                self._away.add(agent)
+                logger.warning("%s: its MCP servers do not start while it runs in a worker "
+                               "process; restart the daemon to run it in the lead",
+                               self.services.hive.relative(self.services.hive.rom_path(agent)))
+            return
+        servers = trusted_servers(self.trusted_as, agent, cfg.mcp)
+        prints = {name: spec.fingerprint() for name, spec in servers.items()}
+        if prints == self._attached.get(agent, {}):
+            return
+        if cfg.mcp:
+            # The trust or the servers changed: the ROM's warnings follow.
+            self.services.roms.check_again()
+        if prints:
+            self._attached[agent] = prints
+            await self._pool().attach(agent, servers)
+        else:
+            await self.detach(agent)
+
+    async def detach(self, agent: str) -> None:
+        """The agent is gone: what no other agent names stops."""
+        if self._attached.pop(agent, None) is not None and self.pool is not None:
+            await self.pool.detach(agent)
+
+    def states(self) -> list[ServerState]:
+        return self.pool.states() if self.pool is not None else []
+
+    async def aclose(self, grace: float) -> None:
+        """Stop every server (killed after `grace` seconds)."""
+        if self.pool is not None:
+            await self.pool.aclose(grace)
