@@ -18,6 +18,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from hivemind.cli.app import app
+from hivemind.cli.top.snapshot import HiveReader
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
 from hivemind.hive.mcptrust import fingerprints
@@ -153,6 +154,10 @@ def test_two_agents_share_one_server_and_status_shows_it(hive: Hive) -> None:
             assert state.pid is not None and state.tools >= 5
             await until(lambda: "mcp_servers" in hive.status_file.read_text()
                         and '"ready"' in hive.status_file.read_text(), "status.json says so")
+            out = CliRunner().invoke(app, ["status", str(hive.root)])
+            assert "MCP servers" in out.output and "ann, bob" in out.output, out.output
+            top = HiveReader(hive).snapshot().daemon.text
+            assert f"MCP: notes ready ({state.tools} tools)" in top
             pid = state.pid
         finally:
             daemon.stop("test")
@@ -229,3 +234,11 @@ def test_an_agent_naming_servers_runs_in_the_lead_the_others_in_workers(hive: Hi
     assert [link.agents for link in daemon.workers] == [("ann",)]
     assert daemon.runners["bob"].worker is None
     assert "note about bees" in (hive.done_dir / "t1.md").read_text()
+
+
+def test_inspect_says_the_servers_tools_come_with_the_daemon(hive: Hive) -> None:
+    write_agent(hive, "lead", notes_block())
+    out = CliRunner().invoke(app, ["inspect", "lead", "--request", "--hive", str(hive.root)])
+    assert out.exit_code == 0, out.output
+    assert "(and the tools of its MCP servers notes, which the running daemon adds" in (
+        " ".join(out.output.split()))

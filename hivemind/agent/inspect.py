@@ -221,4 +221,5 @@ async def request_of(hive: Hive, name: str, budget: int | None = None) -> dict[s
         "context_stable_chars": len(request.context_stable),
         "context_tokens": request.context_tokens,
         "pending_tasks_shown": look.waiting,
+        "mcp_servers": list(look.cfg.mcp),  # their tools: only where the daemon runs them
     }

@@ -29,6 +29,7 @@ from hivemind.cli.common import (
     shown_path,
 )
 from hivemind.cli.hive_status import HiveStatus, hive_status
+from hivemind.cli.mcp_status import print_mcp_servers
 from hivemind.cli.spend import AgentSpend, spend_today
 from hivemind.cli.task_list import STATES, list_tasks
 from hivemind.daemon.status_file import DaemonStatus
@@ -476,6 +477,7 @@ def _print_daemon(d: dict[str, Any]) -> None:
             table.add_row(escape(name), escape(a.state), str(a.cycles),
                           f"{a.tokens_today:,}", f"[red]{escape(error)}[/]")
         console.print(table)
+        print_mcp_servers(status.mcp_servers)
         for name, a in status.agents.items():
             for tid, why in a.waiting.items():
                 console.print(f"  {escape(name)}: {escape(tid)} waits for "

@@ -63,6 +63,10 @@ def _print_request(req: dict[str, Any]) -> None:
     console.rule(f"tools ({len(req['tools'])})", align="left", style="dim")
     console.print(", ".join(req["tools"]) or "(none)", markup=False, highlight=False,
                   soft_wrap=True)
+    if req.get("mcp_servers"):
+        console.print(f"(and the tools of its MCP servers {', '.join(req['mcp_servers'])}, "
+                      "which the running daemon adds once they are trusted and ready: "
+                      "see `hivemind status`)", markup=False, highlight=False, soft_wrap=True)
     console.rule(f"context ({req['context_tokens']:,} tokens; cached: the first "
                  f"{req['context_stable_chars']:,} characters)", align="left", style="dim")
     console.print(req["context"], markup=False, highlight=False, soft_wrap=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hivemind.cli.hive_status import daemon_status
+from hivemind.cli.mcp_status import servers_brief
 from hivemind.cli.top.audit_tail import AuditTail
 from hivemind.cli.top.feed import FeedEvent, events_of
 from hivemind.cli.top.taskfolders import FolderCache, TaskLine, task_lines
@@ -233,7 +234,9 @@ def _daemon_line(d: Any) -> DaemonLine:
     if d.get("running") and d.get("stale"):
         return DaemonLine(True, f"daemon running (pid {pid}); its status file is stale")
     if d.get("running"):
-        return DaemonLine(True, f"daemon running (pid {pid}, {d.get('provider') or '?'})")
+        mcp = servers_brief(d.get("mcp_servers"))
+        return DaemonLine(True, f"daemon running (pid {pid}, {d.get('provider') or '?'})"
+                          + (f"; {mcp}" if mcp else ""))
     if d.get("killed"):
         return DaemonLine(False, f"no daemon (pid {pid} was killed)")
     why = d.get("stopped_because") or "reason not recorded"
