@@ -158,3 +158,28 @@ def test_without_a_key_or_offline_the_run_is_refused_in_one_line(tmp_path: Path)
     for named in ("$ANTHROPIC_API_KEY", "$ANTHROPIC_AUTH_TOKEN", "--offline"):
         assert named in err
     assert listing(hive_dir) == before  # nothing copied, nothing run
+
+
+def test_untrusted_the_example_mcp_server_is_a_short_notice(tmp_path: Path) -> None:
+    hive_dir = example_copy(tmp_path / "example")
+    run = quick_start(hive_dir, "--offline")
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert ("agents/researcher/ROM.md: MCP server `notes` not trusted" in out
+            and "run `hivemind trust`" in out)
+    assert not (hive_dir / ".hivemind" / "scratch" / ".hivemind" / "mcp").exists()
+
+
+def test_trusted_the_example_mcp_task_is_done_with_the_servers_answer(tmp_path: Path) -> None:
+    """The README's steps: `hivemind trust`, copy the task in, run."""
+    hive_dir = example_copy(tmp_path / "example")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    subprocess.run([sys.executable, "-m", "hivemind", "trust"], cwd=hive_dir, env=env,
+                   check=True, capture_output=True, timeout=RUN_TIMEOUT)
+    shutil.copy2(REPO / "examples" / "mcp-task.md", hive_dir / "tasks")
+    run = quick_start(hive_dir, "--offline")
+    assert run.returncode == 0, run.stdout + run.stderr
+    done = hive_dir / ".hivemind" / "scratch" / "tasks" / "done" / "mcp-task.md"
+    result = done.read_text().split("## Result", 1)[1]
+    assert "knowledge/delegation.md:" in result
+    assert "Choosing the assignee" in result

@@ -18,8 +18,10 @@ from hivemind.fs.treewalk import MAX_DEPTH
 from hivemind.hive.config import read_config_bytes
 from hivemind.hive.layout import Hive, folder_link_out
 
-SCRATCH_PARTS = ("hive.toml", "agents", "knowledge", "tasks", "mailboxes", "workspace")
-"""What is copied (hive.toml as the run reads it); .hivemind/ is left out."""
+SCRATCH_PARTS = ("hive.toml", "agents", "knowledge", "tasks", "mailboxes", "workspace",
+                 "tools")
+"""What is copied (hive.toml as the run reads it; tools/: the MCP servers ROMs name);
+.hivemind/ is left out."""
 
 _READ = (os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
          | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
