@@ -242,3 +242,30 @@ def test_inspect_says_the_servers_tools_come_with_the_daemon(hive: Hive) -> None
     assert out.exit_code == 0, out.output
     assert "(and the tools of its MCP servers notes, which the running daemon adds" in (
         " ".join(out.output.split()))
+
+
+def test_a_paused_agents_server_stops_and_starts_again_on_resume(hive: Hive) -> None:
+    write_agent(hive, "lead", notes_block())
+    trust(hive)
+
+    def ready() -> list[int]:
+        return [s.pid for s in daemon.mcp.states() if s.status == "ready" and s.pid]
+
+    async def main() -> None:
+        run = asyncio.ensure_future(daemon.run())
+        try:
+            await until(lambda: bool(ready()), "the server is ready", timeout=60)
+            [first] = ready()
+            paused = CliRunner().invoke(app, ["pause", "lead", "--hive", str(hive.root)])
+            assert paused.exit_code == 0, paused.output
+            await until(lambda: not alive(first) and not daemon.mcp.states(),
+                        "the paused agent's server stops", timeout=60)
+            resumed = CliRunner().invoke(app, ["resume", "lead", "--hive", str(hive.root)])
+            assert resumed.exit_code == 0, resumed.output
+            await until(lambda: bool(ready()), "the server is back", timeout=60)
+        finally:
+            daemon.stop("test")
+            await asyncio.wait_for(run, 60)
+
+    daemon = Daemon(hive, fast_config(hive), OfflineProvider(), RunOptions(idle_settle=0.2))
+    asyncio.run(main())

@@ -371,8 +371,12 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
 
     def _each_rescan(self) -> None:
         """Every rescan interval: the lock's pid file back if someone removed it; after a
-        `hivemind trust`, the agents naming MCP servers wake (a cycle first syncs them)."""
+        `hivemind trust`, the agents naming MCP servers wake (a cycle first syncs them);
+        a paused agent's servers are released."""
         if self._lock is not None:
             self._lock.refresh()
         if self.mcp.trust_changed():
             self.wake_agents([name for name, r in self.runners.items() if r.worker is None])
+        # A paused agent's servers stop (unless another names them) until it resumes.
+        self.mcp.release(n for n, r in self.runners.items()
+                         if r.steer_pause is not None and not r.busy)

@@ -10,9 +10,10 @@ the lead (see `WorkerLead._spread`): a worker process has no pool.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import Hive
@@ -38,6 +39,7 @@ class McpHub:
         self.pool: McpPool | None = None  # made when the first agent names a server
         self._attached: dict[str, dict[str, str]] = {}  # agent → server → fingerprint
         self._away: set[str] = set()  # agents told they run in a worker (once)
+        self._releasing: dict[str, asyncio.Task[None]] = {}  # paused agents being detached
         self._record = record_path(trusted_as)
         self._record_sig = self._sig()
 
@@ -89,6 +91,20 @@ class McpHub:
         else:
             await self.detach(agent)
 
+    def release(self, paused: Iterable[str]) -> None:
+        """Detach the agents of `paused` (paused by a person, no cycle in flight): their
+        servers stop unless another agent names them; a resumed agent's next cycle
+        attaches them again."""
+        for agent in paused:
+            if agent in self._attached and agent not in self._releasing:
+                self._releasing[agent] = asyncio.ensure_future(self._release(agent))
+
+    async def _release(self, agent: str) -> None:
+        try:
+            await self.detach(agent)
+        finally:
+            self._releasing.pop(agent, None)
+
     async def detach(self, agent: str) -> None:
         """The agent is gone: what no other agent names stops."""
         if self._attached.pop(agent, None) is not None and self.pool is not None:
@@ -99,5 +115,7 @@ class McpHub:
 
     async def aclose(self, grace: float) -> None:
         """Stop every server (killed after `grace` seconds)."""
+        if self._releasing:
+            await asyncio.gather(*self._releasing.values(), return_exceptions=True)
         if self.pool is not None:
             await self.pool.aclose(grace)
