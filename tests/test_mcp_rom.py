@@ -87,8 +87,9 @@ def test_a_tool_of_a_server_the_rom_does_not_name_is_left_out_and_told(hive: Hiv
     tools = roms.load("a").tools or []
     assert "read_file" in tools
     assert not [t for t in tools if t.startswith("mcp__")]
-    [warning] = told(roms, "a")
-    assert "mcp__nots__lookup left out: this ROM names no such MCP server" in warning
+    left_out, none_of_notes = told(roms, "a")
+    assert "mcp__nots__lookup left out: this ROM names no such MCP server" in left_out
+    assert none_of_notes.startswith("MCP server `notes`: `tools:` allows none of its tools")
 
 
 def test_claude_code_mcp_servers_are_the_rom_servers(hive: Hive) -> None:

@@ -10,12 +10,12 @@ until then it is a problem of its ROM (`warnings`), and the agent runs without i
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
 from hivemind.hive.layout import Hive
 from hivemind.hive.trust import read_record
-from hivemind.mcpspec import McpServerSpec
+from hivemind.mcpspec import TOOL_PREFIX, McpServerSpec
 from hivemind.settings import AgentConfig
 
 
@@ -62,11 +62,17 @@ def trusted_servers(
 
 def warnings(
     trusted_as: Hive, agent: str, servers: Mapping[str, McpServerSpec],
-    environ: Mapping[str, str],
+    environ: Mapping[str, str], tools: Sequence[str] | None = None,
 ) -> list[str]:
     """What keeps a ROM's servers from running as written, one line each: not trusted
-    (or changed since), a `${VAR}` the environment lacks."""
+    (or changed since), a `${VAR}` the environment lacks, a `tools:` allow-list (`tools`)
+    that allows none of a server's tools."""
     out = []
+    for name in servers if tools is not None else ():
+        mine = f"{TOOL_PREFIX}{name}"
+        if not any(t == mine or t.startswith(mine + "__") for t in tools or ()):
+            out.append(f"MCP server `{name}`: `tools:` allows none of its tools, so the "
+                       f"agent gets none (add {mine} for all, or {mine}__<tool>)")
     for name, state in server_trust(trusted_as, agent, servers).items():
         if state is not ServerTrust.TRUSTED:
             out.append(f"MCP server `{name}` {state.value}: it does not start, and the "

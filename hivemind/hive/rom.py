@@ -145,7 +145,8 @@ class RomRegistry:
         fixed = (self.fixed_tokens(config) if self.fixed_tokens is not None
                  and room < MIN_CONTEXT_TOKENS + FIXED_TOKENS_MOST else 0)
         warnings = told + config.budget_warnings(fixed) + glob_warnings(self.hive, config)
-        warnings += mcptrust.warnings(self.trusted_as, name, config.mcp, self.environ)
+        warnings += mcptrust.warnings(self.trusted_as, name, config.mcp, self.environ,
+                                      config.tools)
         if self.model_problem is not None and (problem := self.model_problem(config.model)):
             warnings.append(problem)
         if self.tells_problems:
