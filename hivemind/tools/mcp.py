@@ -12,6 +12,7 @@ problem (crash, hang, an error it returns) comes back to the model as a tool err
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -22,6 +23,10 @@ from hivemind.settings import AgentConfig
 from hivemind.tools.schema import compact_schema
 
 logger = logging.getLogger(__name__)
+
+VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""A tool name the Messages API takes: a server's tool named otherwise (`notes.find`,
+or too long once prefixed) is left out, or every request would be refused."""
 
 
 class McpSource(Protocol):
@@ -47,13 +52,24 @@ class McpToolbox:
         self.source = source
         self.max_chars = max_chars
         self._specs: dict[tuple[str, str, str], ToolSpec] = {}
+        self._told: set[str] = set()  # tool names left out, said once
 
     def tools(self, agent: str, allow: Sequence[str] | None) -> list[McpTool]:
         """The agent's tools now (its servers that are ready), allowed by `allow`, in a
         stable order: by server, then by tool name."""
         return sorted((t for t in self.source.tools_for(agent)
-                       if mcp_allowed(allow, t.server, t.name)),
+                       if mcp_allowed(allow, t.server, t.name) and self._valid(t)),
                       key=lambda t: (t.server, t.name))
+
+    def _valid(self, tool: McpTool) -> bool:
+        if VALID_NAME.match(tool.full_name):
+            return True
+        if tool.full_name not in self._told:
+            self._told.add(tool.full_name)
+            logger.warning("MCP server `%s`: its tool %r is left out: as %s its name is not "
+                           "one a model takes (letters, digits, _ and -, at most 64)",
+                           tool.server, tool.name, tool.full_name)
+        return False
 
     def specs(self, agent: str, allow: Sequence[str] | None) -> list[ToolSpec]:
         return [self._spec(t) for t in self.tools(agent, allow)]
