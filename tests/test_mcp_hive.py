@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from hivemind.cli.app import app
@@ -26,12 +27,13 @@ from hivemind.hive.rom import RomRegistry
 from hivemind.hive.trust import grant
 from hivemind.llm.offline import OfflineProvider
 from hivemind.settings import AgentSettings
-from tests import scripted_model
+from tests import scripted_model, test_mcp_pool_http
 from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import fast_config, run_until_idle, until, write_agent, write_task
 from tests.scripted_model import tool_use
 
 SERVER = Path(__file__).parent / "mcp_servers" / "notes.py"
+endpoint = test_mcp_pool_http.endpoint  # a fixture: the streamable-HTTP server of the tests
 
 
 def notes_block(command: str = sys.executable, *args: str, extra: str = "") -> str:
@@ -269,3 +271,15 @@ def test_a_paused_agents_server_stops_and_starts_again_on_resume(hive: Hive) -> 
 
     daemon = Daemon(hive, fast_config(hive), OfflineProvider(), RunOptions(idle_settle=0.2))
     asyncio.run(main())
+
+
+def test_an_http_server_gets_the_users_variable_in_its_header(
+    hive: Hive, endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCH_KEY", "k-123")
+    write_agent(hive, "lead", f"mcp:\n  search:\n    url: {endpoint}\n"
+                "    headers: {Authorization: 'Bearer ${SEARCH_KEY}'}\n")
+    trust(hive)
+    write_task(hive, "t1", front="mcp: search.header\nmcp_args: {name: Authorization}\n")
+    run_until_idle(hive, timeout=90)
+    assert "Bearer k-123" in (hive.done_dir / "t1.md").read_text()
