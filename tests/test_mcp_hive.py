@@ -283,3 +283,26 @@ def test_an_http_server_gets_the_users_variable_in_its_header(
     write_task(hive, "t1", front="mcp: search.header\nmcp_args: {name: Authorization}\n")
     run_until_idle(hive, timeout=90)
     assert "Bearer k-123" in (hive.done_dir / "t1.md").read_text()
+
+
+def test_a_server_crash_and_its_return_are_said_on_the_console(
+    hive: Hive, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_agent(hive, "lead", notes_block())
+    trust(hive)
+    mcp_task(hive, "t1", "crash")
+
+    async def main() -> None:
+        run = asyncio.ensure_future(daemon.run())
+        try:
+            await until(lambda: "MCP server `notes` stopped" in caplog.text,
+                        "the crash is said", timeout=60)
+            await until(lambda: "MCP server `notes` is back" in caplog.text,
+                        "its return is said", timeout=60)
+        finally:
+            daemon.stop("test")
+            await asyncio.wait_for(run, 60)
+
+    daemon = Daemon(hive, fast_config(hive), OfflineProvider(), RunOptions(idle_settle=0.2))
+    asyncio.run(main())
+    assert "the index is corrupt" in caplog.text  # what it said on stderr last

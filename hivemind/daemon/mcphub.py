@@ -19,7 +19,7 @@ from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import Hive
 from hivemind.hive.mcptrust import trusted_servers
 from hivemind.hive.trust import record_path
-from hivemind.mcp.api import ServerState
+from hivemind.mcp.api import ServerState, ServerStatus
 from hivemind.mcp.pool import McpPool
 from hivemind.settings import AgentConfig
 from hivemind.tools.base import MAX_RESULT_CHARS
@@ -40,6 +40,8 @@ class McpHub:
         self._attached: dict[str, dict[str, str]] = {}  # agent → server → fingerprint
         self._away: set[str] = set()  # agents told they run in a worker (once)
         self._releasing: dict[str, asyncio.Task[None]] = {}  # paused agents being detached
+        self._told: dict[str, tuple[ServerStatus, int]] = {}  # server → (status, restarts)
+        self._telling: asyncio.Task[None] | None = None
         self._record = record_path(trusted_as)
         self._record_sig = self._sig()
 
@@ -64,7 +66,34 @@ class McpHub:
             hive = self.services.hive
             self.pool = McpPool(hive.root, self.environ, log_dir=hive.state_dir / "mcp")
             self.services.tools.mcp = McpToolbox(self.pool, MAX_RESULT_CHARS)
+            self._telling = asyncio.ensure_future(self._tell_changes())
         return self.pool
+
+    async def _tell_changes(self, every: float = 1.0) -> None:
+        """Say on the console when a server crashed, failed for good, or is back."""
+        while True:
+            await asyncio.sleep(every)
+            self.tell()
+
+    def tell(self) -> None:
+        """One line for each server whose state changed since the last look that a
+        person should know of: a crash (restarting), a failure, ready again."""
+        for s in self.states():
+            before = self._told.get(s.name)
+            self._told[s.name] = (s.status, s.restarts)
+            if before == (s.status, s.restarts):
+                continue
+            why = f": {s.error}" if s.error else ""
+            if s.status is ServerStatus.FAILED:
+                logger.warning("MCP server `%s` failed%s; its agents (%s) go on without its "
+                               "tools (see `hivemind status`; a restart of the daemon tries "
+                               "it again)",
+                               s.name, why, ", ".join(s.agents))
+            elif s.status is ServerStatus.RESTARTING:
+                logger.warning("MCP server `%s` stopped%s; it is started again after a "
+                               "back-off", s.name, why)
+            elif s.status is ServerStatus.READY and before is not None and s.restarts:
+                logger.warning("MCP server `%s` is back (%d tools)", s.name, s.tools)
 
     async def sync(self, agent: str, cfg: AgentConfig | None, *, here: bool = True) -> None:
         """Attach the agent's trusted servers if they changed since (`cfg` None: it has
@@ -115,6 +144,8 @@ class McpHub:
 
     async def aclose(self, grace: float) -> None:
         """Stop every server (killed after `grace` seconds)."""
+        if self._telling is not None:
+            self._telling.cancel()
         if self._releasing:
             await asyncio.gather(*self._releasing.values(), return_exceptions=True)
         if self.pool is not None:
