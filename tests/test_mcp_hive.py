@@ -306,3 +306,14 @@ def test_a_server_crash_and_its_return_are_said_on_the_console(
     daemon = Daemon(hive, fast_config(hive), OfflineProvider(), RunOptions(idle_settle=0.2))
     asyncio.run(main())
     assert "the index is corrupt" in caplog.text  # what it said on stderr last
+
+
+def test_a_task_naming_a_server_goes_to_an_agent_that_names_it(hive: Hive) -> None:
+    write_agent(hive, "ann", "skills: [lookup, notes, bees]\n")
+    write_agent(hive, "bob", notes_block())
+    trust(hive)
+    write_task(hive, "t1", "Look up the notes on bees.",
+               front="mcp: notes.lookup\nmcp_args: {q: bees}\n")
+    run_until_idle(hive, timeout=90)
+    done = (hive.done_dir / "t1.md").read_text()
+    assert "agent: bob" in done and "note about bees" in done

@@ -88,17 +88,21 @@ class Router:
             for a in agents if a.skills or a.description.strip()
         ]
         self.open = [a.name for a in agents if a.accepts_unassigned]
+        self.servers = {a.name: frozenset(a.mcp) for a in agents if a.mcp}
 
     def candidates(self, task: Task) -> list[str]:
         """The agents that may take `task`, before load is considered (empty: nobody).
 
         1. the assignee, if that agent is among them (else nobody: the task waits for
-        it); 2. the agents with the best skills and description match (see
-        `skill_score`); 3. the agents
-        with `accepts_unassigned`.
+        it); 2. for a task naming an MCP tool (`mcp: <server>.<tool>`), the agents whose
+        ROMs name that server; 3. the agents with the best skills and description match
+        (see `skill_score`); 4. the agents with `accepts_unassigned`.
         """
         if task.assignee:
             return [task.assignee] if task.assignee in self.names else []
+        if task.mcp and (server := task.mcp.partition(".")[0]) and (
+                named := [n for n, servers in self.servers.items() if server in servers]):
+            return named
         text = words(f"{task.title} {task.body}")
         tags = {t.strip().lower() for t in (task.domain, task.task_type) if t}
         best, chosen = 0, []
