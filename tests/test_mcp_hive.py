@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from hivemind.agent.prompt import FixedTokens
 from hivemind.cli.app import app
 from hivemind.cli.top.snapshot import HiveReader
 from hivemind.daemon.daemon import Daemon, RunOptions
@@ -27,6 +28,7 @@ from hivemind.hive.rom import RomRegistry
 from hivemind.hive.trust import grant
 from hivemind.llm.offline import OfflineProvider
 from hivemind.settings import AgentSettings
+from hivemind.tools import default_registry
 from tests import scripted_model, test_mcp_pool_http
 from tests.fake_anthropic import FakeAnthropic
 from tests.helpers import fast_config, run_until_idle, until, write_agent, write_task
@@ -154,6 +156,10 @@ def test_two_agents_share_one_server_and_status_shows_it(hive: Hive) -> None:
                         "both agents use the server", timeout=60)
             [state] = daemon.mcp.states()
             assert state.pid is not None and state.tools >= 5
+            # Its tools' definitions count in the prompt's budget.
+            cfg = daemon.services.roms.load("ann")
+            alone = FixedTokens(default_registry(), daemon.services.counter)(cfg)
+            assert daemon.services.fixed_tokens(cfg) > alone + 100
             await until(lambda: "mcp_servers" in hive.status_file.read_text()
                         and '"ready"' in hive.status_file.read_text(), "status.json says so")
             out = CliRunner().invoke(app, ["status", str(hive.root)])
