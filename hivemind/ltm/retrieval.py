@@ -1,10 +1,13 @@
 """Ranking memories for a query: `α·relevance + β·recency + γ·importance + δ·value`.
 
 1. Candidates are the `pool` best BM25 matches in scope (plus the `pool` nearest
-   vectors when an embedder is set), so every candidate is about the query.
+   vectors when an embedder is set), so every candidate is about the query; and
+   what `candidates.gather` adds: the days, people and neighbouring turns the
+   question points at.
 2. Recency, importance and value are min-max normalised over those candidates;
    relevance is a share of the best match's (min-max with its floor at zero: no
-   match at all), so a match nearly as good as the best is nearly 1, not 0.
+   match at all), so a match nearly as good as the best is nearly 1, not 0. When
+   the question names days, it is averaged with how near each memory is to them.
 3. Recency, importance and value are weighted by relevance² (the *relevance
    gate*): they re-order memories that are about equally relevant — the newer
    of two statements of a fact wins — but cannot lift a weak match over a
@@ -27,11 +30,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from hivemind.ltm.analysis import query_terms
 from hivemind.ltm.backend import Filters, MemoryBackend
+from hivemind.ltm.candidates import gather
 from hivemind.ltm.embeddings import Embedder, VectorIndex
 from hivemind.ltm.records import MemoryRecord, ScoredMemory, Tier, as_utc
 from hivemind.ltm.scopes import MemoryRef
+from hivemind.ltm.when import Window
 from hivemind.settings import RetrievalWeights
 
 
@@ -119,11 +123,11 @@ class Retriever:
         w = weights or self.weights
         at = as_utc(at)
         pool = max(self.tuning.pool, k)
-        terms = query_terms(query)
-        found = self.backend.search(terms, scope, limit=pool)
+        found = gather(self.backend, query, scope, at=at, pool=pool)
+        terms = found.terms
         # Keyed by (scope, id): a project and the global tier may both hold an id.
-        records: dict[MemoryRef, MemoryRecord] = {r.ref: r for r, _ in found}
-        bm25 = {r.ref: s for r, s in found}
+        records: dict[MemoryRef, MemoryRecord] = found.records
+        bm25 = found.bm25
         sims: dict[str, float] | None = None
         if self.embedder is not None and query.strip():
             sims = self._dense(query, scope, pool, list(dict.fromkeys(i for _, i in records)))
@@ -140,7 +144,9 @@ class Retriever:
             }
         if not records:
             return []
-        return self._rank(list(records.values()), bm25, sims, k=k, at=at, goal=goal, w=w)
+        return self._rank(
+            list(records.values()), bm25, sims, k=k, at=at, goal=goal, w=w, window=found.window
+        )
 
     def _dense(self, query: str, scope: Filters, pool: int, lexical: list[str]) -> dict[str, float]:
         assert self.embedder is not None
@@ -160,6 +166,7 @@ class Retriever:
         at: datetime,
         goal: str | None,
         w: RetrievalWeights,
+        window: Window | None = None,
     ) -> list[ScoredMemory]:
         t = self.tuning
         raw_bm25 = [bm25.get(r.ref, 0.0) for r in candidates]
@@ -173,6 +180,11 @@ class Retriever:
                     (1 - t.dense_share) * lex + t.dense_share * den
                     for lex, den in zip(relevance, dense, strict=True)
                 ]
+        if window is not None:  # the days asked about count as much as the words
+            relevance = [
+                (rel + window.fit(r.created_at)) / 2
+                for rel, r in zip(relevance, candidates, strict=True)
+            ]
         rec = minmax([recency(r, at, t.half_life_hours) for r in candidates])
         imp = minmax([r.importance for r in candidates])
         # A goal no candidate has a value for yet ranks nothing: all would tie at the top.

@@ -153,7 +153,13 @@ _V5 = """
 CREATE INDEX memories_goal ON memories (domain, task_type);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+# v6: memories of a scope by time, for the turns next to a match and the days a
+# question names (`hivemind.ltm.candidates`); every row stays as it is.
+_V6 = """
+CREATE INDEX memories_time ON memories (scope, created_at);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1,0 +1,70 @@
+"""Recall on a chat: the days a question points at."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from hivemind.ltm.backend import MemoryBackend
+from hivemind.ltm.inmemory import InMemoryBackend
+from hivemind.ltm.retrieval import Retriever
+from hivemind.ltm.sqlite import SQLiteBackend
+from hivemind.settings import RetrievalWeights
+from tests.test_ltm_backend import rec
+
+EVERYTHING = {"status": "active"}
+ASKED = datetime(2023, 4, 1, 10, tzinfo=UTC)
+
+
+@pytest.fixture(params=["inmemory", "sqlite"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryBackend]:
+    b: MemoryBackend = (
+        InMemoryBackend() if request.param == "inmemory" else SQLiteBackend(tmp_path / "m.db")
+    )
+    yield b
+    b.close()
+
+
+def chat(backend: MemoryBackend, *sessions: tuple[datetime, list[str]]) -> None:
+    """Turns a minute apart, each session starting at its time; ids s<session>-t<turn>."""
+    records = []
+    for s, (start, turns) in enumerate(sessions):
+        for t, text in enumerate(turns):
+            when = start + timedelta(minutes=t)
+            records.append(rec(f"s{s}-t{t}", text, created_at=when))
+    backend.add_many(records)
+
+
+def ids(backend: MemoryBackend, question: str, k: int = 10) -> list[str]:
+    found = Retriever(backend, RetrievalWeights()).retrieve(question, EVERYTHING, k=k, at=ASKED)
+    return [m.id for m in found]
+
+
+def test_the_day_after_a_talk_is_found_by_the_talk(backend: MemoryBackend) -> None:
+    chat(
+        backend,
+        (datetime(2023, 3, 7, 18, tzinfo=UTC), ["Cooked a big pot of chili tonight."]),
+        (datetime(2023, 3, 10, 18, tzinfo=UTC), ["Thinking of repainting the kitchen green."]),
+        (datetime(2023, 3, 14, 18, tzinfo=UTC), ["Tonight I cooked mushroom soup."]),
+        (datetime(2023, 3, 21, 18, tzinfo=UTC), ["Cooked fish tacos, so good."]),
+    )
+    # 2023-03-10 is a Friday: the Tuesday after is the 14th.
+    question = "What did I cook the Tuesday after we talked about repainting the kitchen?"
+    assert ids(backend, question)[0] == "s2-t0"
+    assert ids(backend, "What did I cook on March 7?")[0] == "s0-t0"
+    # Without a day, the newest of the equal matches wins (recency breaks the tie).
+    assert ids(backend, "What did I cook?")[0] == "s3-t0"
+
+
+def test_a_store_indexes_memories_by_scope_and_time(tmp_path: Path) -> None:
+    SQLiteBackend(tmp_path / "m.db").close()
+    conn = sqlite3.connect(tmp_path / "m.db")
+    [(columns,)] = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'memories_time'"
+    ).fetchall()
+    conn.close()
+    assert "(scope, created_at)" in columns
