@@ -1,4 +1,4 @@
-"""Recall on a chat: the days a question points at."""
+"""Recall on a chat: the days and people a question points at."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from hivemind.ltm.backend import MemoryBackend
 from hivemind.ltm.inmemory import InMemoryBackend
+from hivemind.ltm.people import names, roles
 from hivemind.ltm.retrieval import Retriever
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.settings import RetrievalWeights
@@ -58,6 +59,31 @@ def test_the_day_after_a_talk_is_found_by_the_talk(backend: MemoryBackend) -> No
     assert ids(backend, "What did I cook on March 7?")[0] == "s0-t0"
     # Without a day, the newest of the equal matches wins (recency breaks the tie).
     assert ids(backend, "What did I cook?")[0] == "s3-t0"
+
+
+def test_a_person_named_in_the_question_is_found_by_their_role(backend: MemoryBackend) -> None:
+    chat(
+        backend,
+        (datetime(2023, 1, 5, 9, tzinfo=UTC), ["My sister Ana is visiting next month."]),
+        (datetime(2023, 2, 5, 9, tzinfo=UTC), ["My sister got a job at the bakery."]),
+        (datetime(2023, 3, 5, 9, tzinfo=UTC), ["My brother got a job at the bank."]),
+        (datetime(2023, 3, 9, 9, tzinfo=UTC), ["Job hunting is exhausting, says my friend."]),
+    )
+    found = ids(backend, "Where did Ana get a job?")
+    assert found.index("s1-t0") < found.index("s2-t0")  # the newer brother's job comes after
+
+
+def test_roles_are_read_from_what_is_said_around_a_name() -> None:
+    texts = [
+        "My sister Ana is visiting.",
+        "Ana, my sister, called.",
+        "Oh, Ana came over. That's my sister, by the way.",
+        "Ana says hi, my mom says hi too.",  # no role given to Ana
+        "my best friend Ana lent me a tent",
+    ]
+    assert roles("Ana", texts) == ["sister", "friend"]
+    assert roles("Bruno", texts) == []
+    assert names("What did Ana and Bruno buy on Monday in May?") == ["Ana", "Bruno"]
 
 
 def test_a_store_indexes_memories_by_scope_and_time(tmp_path: Path) -> None:

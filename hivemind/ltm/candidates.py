@@ -2,6 +2,8 @@
 
 Besides the best BM25 matches of the question's words (`analysis.query_terms`):
 
+- **people**: a name in the question ("Ana") also looks for the role memories give
+  that person ("my sister Ana" → "sister"), since later turns say "my sister";
 - **days**: a time phrase ("the Tuesday after we talked about the kitchen", "on
   March 14") is cut out of the words searched; its anchor is found by its own
   words, and the matches from the days it points at join the candidates;
@@ -12,11 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-from hivemind.ltm import when
+from hivemind.ltm import people, when
 from hivemind.ltm.analysis import query_terms
 from hivemind.ltm.backend import Filters, MemoryBackend
 from hivemind.ltm.records import MemoryRecord
 from hivemind.ltm.scopes import MemoryRef
+
+MAX_NAMES = 3
+"""Names of a question looked up (each one small search)."""
 
 
 @dataclass
@@ -40,6 +45,7 @@ def gather(
     """Candidates for `query` in `scope` asked at `at`: up to about 2×`pool`."""
     ask = when.parse(query, at)
     terms = query_terms(ask.rest if ask is not None else query)
+    terms += [t for t in _roles(backend, query, scope) if t not in terms]
     out = Candidates(terms=terms)
     if terms:
         out.add(backend.search(terms, scope, limit=pool))
@@ -52,6 +58,16 @@ def gather(
                 out.add(backend.search(terms, days, limit=pool))
             for record in backend.query(days, limit=pool, order_by="created_at"):
                 out.records.setdefault(record.ref, record)
+    return out
+
+
+def _roles(backend: MemoryBackend, query: str, scope: Filters) -> list[str]:
+    """The words of the roles memories give the people `query` names."""
+    out: list[str] = []
+    for name in people.names(query)[:MAX_NAMES]:
+        found = backend.search([name.lower()], scope, limit=20)
+        for role in people.roles(name, (r.content for r, _ in found))[:1]:
+            out.extend(query_terms(role))
     return out
 
 
