@@ -1,4 +1,4 @@
-"""Recall on a chat: the days and people a question points at."""
+"""Recall on a chat: the days, people and neighbouring turns a question points at."""
 
 from __future__ import annotations
 
@@ -73,6 +73,36 @@ def test_a_person_named_in_the_question_is_found_by_their_role(backend: MemoryBa
     assert found.index("s1-t0") < found.index("s2-t0")  # the newer brother's job comes after
 
 
+def test_a_turn_saying_she_is_found_through_the_turn_before(backend: MemoryBackend) -> None:
+    chat(
+        backend,
+        (datetime(2023, 1, 5, 9, tzinfo=UTC), ["My sister Ana is visiting next month."]),
+        (
+            datetime(2023, 2, 5, 9, tzinfo=UTC),
+            [
+                "Had lunch with my sister yesterday.",
+                "How is she doing?",
+                "She started working at the children's hospital.",
+            ],
+        ),
+        (datetime(2023, 3, 5, 9, tzinfo=UTC), ["My brother started working at a law firm."]),
+        (datetime(2023, 3, 6, 9, tzinfo=UTC), ["Working from home again today."]),
+    )
+    found = ids(backend, "Where is Ana working now?")
+    assert found.index("s1-t2") < found.index("s2-t0")
+
+
+def test_a_neighbour_that_matches_nothing_and_refers_to_nothing_is_left_out(
+    backend: MemoryBackend,
+) -> None:
+    chat(
+        backend,
+        (datetime(2023, 2, 5, 9, tzinfo=UTC), ["The staging database runs Postgres 16.",
+                                               "Lunch at noon tomorrow."]),
+    )  # fmt: skip
+    assert ids(backend, "Which database version is on staging?") == ["s0-t0"]
+
+
 def test_roles_are_read_from_what_is_said_around_a_name() -> None:
     texts = [
         "My sister Ana is visiting.",
@@ -94,3 +124,22 @@ def test_a_store_indexes_memories_by_scope_and_time(tmp_path: Path) -> None:
     ).fetchall()
     conn.close()
     assert "(scope, created_at)" in columns
+
+
+def test_turns_sharing_one_timestamp_keep_their_order_as_neighbours(
+    backend: MemoryBackend,
+) -> None:
+    # Chat logs often stamp every turn of a session with the session's time.
+    when = datetime(2023, 2, 5, 9, tzinfo=UTC)
+    turns = [
+        "She said the bakery job pays well.",  # before the lead-in: not its neighbour
+        "My sister Ana is visiting next month.",
+        "Had lunch with my sister.",
+        "She started at the children's hospital.",
+    ]
+    backend.add_many([rec(f"t{i}", text, created_at=when) for i, text in enumerate(turns)])
+    later = when + timedelta(days=30)  # newer: recency alone would put it first
+    backend.add(rec("b", "My brother started at a law firm.", created_at=later))
+    found = ids(backend, "Where has Ana started?")
+    assert found.index("t3") < found.index("b")
+    assert "t0" not in found

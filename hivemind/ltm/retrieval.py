@@ -55,14 +55,19 @@ class RetrievalTuning:
     """Learned value of a memory never scored for the goal."""
 
 
-def minmax(values: Sequence[float]) -> list[float]:
-    """Scale to 0–1 over the candidates; all equal → 1 (or 0 if all are 0)."""
+def minmax(values: Sequence[float], over: Sequence[bool] | None = None) -> list[float]:
+    """Scale to 0–1 over the candidates; all equal → 1 (or 0 if all are 0).
+
+    `over`: the candidates that set the scale (the others are clamped to it), so that
+    turns joining as context do not re-order the matches by stretching the scale.
+    """
     if not values:
         return []
-    low, high = min(values), max(values)
+    scale = [v for v, o in zip(values, over, strict=True) if o] if over else values
+    low, high = min(scale or values), max(scale or values)
     if high - low <= 1e-12:
         return [1.0 if high > 0 else 0.0] * len(values)
-    return [(v - low) / (high - low) for v in values]
+    return [min(1.0, max(0.0, (v - low) / (high - low))) for v in values]
 
 
 def of_best(values: Sequence[float]) -> list[float]:
@@ -145,8 +150,9 @@ class Retriever:
         if not records:
             return []
         return self._rank(
-            list(records.values()), bm25, sims, k=k, at=at, goal=goal, w=w, window=found.window
-        )
+            list(records.values()), bm25, sims, k=k, at=at, goal=goal, w=w,
+            window=found.window, guests=frozenset(found.guests),
+        )  # fmt: skip
 
     def _dense(self, query: str, scope: Filters, pool: int, lexical: list[str]) -> dict[str, float]:
         assert self.embedder is not None
@@ -167,6 +173,7 @@ class Retriever:
         goal: str | None,
         w: RetrievalWeights,
         window: Window | None = None,
+        guests: frozenset[MemoryRef] = frozenset(),
     ) -> list[ScoredMemory]:
         t = self.tuning
         raw_bm25 = [bm25.get(r.ref, 0.0) for r in candidates]
@@ -185,11 +192,12 @@ class Retriever:
                 (rel + window.fit(r.created_at)) / 2
                 for rel, r in zip(relevance, candidates, strict=True)
             ]
-        rec = minmax([recency(r, at, t.half_life_hours) for r in candidates])
-        imp = minmax([r.importance for r in candidates])
+        matched = [r.ref not in guests for r in candidates]
+        rec = minmax([recency(r, at, t.half_life_hours) for r in candidates], matched)
+        imp = minmax([r.importance for r in candidates], matched)
         # A goal no candidate has a value for yet ranks nothing: all would tie at the top.
         if goal is not None and any(goal in r.goal_values for r in candidates):
-            val = minmax([r.goal_values.get(goal, t.default_value) for r in candidates])
+            val = minmax([r.goal_values.get(goal, t.default_value) for r in candidates], matched)
         else:
             val = [0.0] * len(candidates)
         # Without any relevance signal there is nothing for the gate to protect.

@@ -34,7 +34,7 @@ from hivemind.ltm.ledger import FACT_COLUMNS, Ledger
 from hivemind.ltm.records import MemoryKind, MemoryRecord, MemoryStatus, Tier, as_utc
 from hivemind.ltm.retention import EVICTABLE
 from hivemind.ltm.schema import SCHEMA_VERSION, migrate, schema_version
-from hivemind.ltm.scopes import by_scope
+from hivemind.ltm.scopes import MemoryRef, by_scope
 from hivemind.ltm.sqlfilters import chunks, count_rows, marks, to_sql
 from hivemind.ltm.sqlite_open import connect, open_for_reading, upgraded_copy
 
@@ -326,6 +326,22 @@ class SQLiteBackend:
             if len(rows) < limit:
                 rows = db.execute(full, [match, *params]).fetchall()
         return [(_record(row[:-1]), float(row[-1])) for row in rows]
+
+    def following(
+        self, ref: MemoryRef, filters: Filters | None, n: int, within: float
+    ) -> list[MemoryRecord]:
+        """The `n` memories of `ref`'s scope written next after it (by time, then by
+        insertion: turns imported with one timestamp keep their file order), at most
+        `within` seconds later."""
+        where, params = to_sql(filters)
+        sql = (
+            f"SELECT {_SELECT} FROM memories s JOIN memories m ON m.scope = s.scope "
+            f"WHERE s.scope = ? AND s.id = ? AND {where} AND m.created_at >= s.created_at "
+            "AND m.created_at <= s.created_at + ? AND (m.created_at > s.created_at OR "
+            f"m.rowid > s.rowid) ORDER BY m.created_at, m.rowid LIMIT {int(n)}"
+        )
+        with self._db() as db:
+            return [_record(row) for row in db.execute(sql, [*ref, *params, within])]
 
     def vectors(self, model: str, filters: Filters | None = None) -> list[tuple[str, Any]]:
         where, params = to_sql(filters)
