@@ -103,6 +103,17 @@ def test_a_neighbour_that_matches_nothing_and_refers_to_nothing_is_left_out(
     assert ids(backend, "Which database version is on staging?") == ["s0-t0"]
 
 
+def test_the_same_text_said_twice_is_returned_once(backend: MemoryBackend) -> None:
+    chat(
+        backend,
+        (datetime(2023, 2, 5, 9, tzinfo=UTC), ["Do you think I should learn an instrument?"]),
+        (datetime(2023, 2, 9, 9, tzinfo=UTC), ["do you think I should learn an  instrument?"]),
+        (datetime(2023, 1, 9, 9, tzinfo=UTC), ["Started violin lessons, a new instrument."]),
+    )
+    found = ids(backend, "Which instrument did I learn?")
+    assert sorted(found) == ["s1-t0", "s2-t0"]
+
+
 def test_roles_are_read_from_what_is_said_around_a_name() -> None:
     texts = [
         "My sister Ana is visiting.",

@@ -219,7 +219,22 @@ class Retriever:
                 )
             )
         scored.sort(key=lambda s: (-s.score, -s.bm25, s.record.id, s.record.scope))
-        return scored[:k]
+        return distinct(scored, k)
+
+
+def distinct(ranked: Sequence[ScoredMemory], k: int) -> list[ScoredMemory]:
+    """The first `k` of `ranked` whose texts differ: a text said again ("Thanks!", a
+    question asked in three sessions) tells the reader nothing new the second time."""
+    seen: set[str] = set()
+    out: list[ScoredMemory] = []
+    for m in ranked:
+        text = " ".join(m.content.lower().split())
+        if text not in seen:
+            seen.add(text)
+            out.append(m)
+            if len(out) == k:
+                break
+    return out
 
 
 def fit_budget(
