@@ -12,7 +12,7 @@ import pytest
 from hivemind.ltm.backend import MemoryBackend
 from hivemind.ltm.inmemory import InMemoryBackend
 from hivemind.ltm.people import names, roles
-from hivemind.ltm.retrieval import Retriever
+from hivemind.ltm.retrieval import Retriever, fuse
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.settings import RetrievalWeights
 from tests.test_ltm_backend import rec
@@ -125,6 +125,15 @@ def test_roles_are_read_from_what_is_said_around_a_name() -> None:
     assert roles("Ana", texts) == ["sister", "friend"]
     assert roles("Bruno", texts) == []
     assert names("What did Ana and Bruno buy on Monday in May?") == ["Ana", "Bruno"]
+
+
+def test_fusion_ranks_what_both_rankings_put_first_first() -> None:
+    lexical = [3.0, 9.0, 0.0, 1.0]
+    dense = [0.9, 0.8, 0.95, None]  # the last has no vector
+    fused = fuse(lexical, dense, dense_share=0.5)
+    assert fused.index(1.0) == 1  # 1st by words, 3rd by meaning, 2nd by both: best overall
+    assert fused[3] == 0.0  # last by words, no vector
+    assert fused[2] > 0.0  # no word matched, but 1st by meaning
 
 
 def test_a_store_indexes_memories_by_scope_and_time(tmp_path: Path) -> None:

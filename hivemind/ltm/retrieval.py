@@ -6,8 +6,9 @@
    question points at.
 2. Recency, importance and value are min-max normalised over those candidates;
    relevance is a share of the best match's (min-max with its floor at zero: no
-   match at all), so a match nearly as good as the best is nearly 1, not 0. When
-   the question names days, it is averaged with how near each memory is to them.
+   match at all), so a match nearly as good as the best is nearly 1, not 0. With
+   an embedder it fuses the BM25 and the vector rankings (reciprocal-rank fusion);
+   when the question names days, it is averaged with how near each memory is to them.
 3. Recency, importance and value are weighted by relevance² (the *relevance
    gate*): they re-order memories that are about equally relevant — the newer
    of two statements of a fact wins — but cannot lift a weak match over a
@@ -50,7 +51,7 @@ class RetrievalTuning:
     gate: float = 2.0
     """Exponent of the relevance gate on recency, importance and value."""
     dense_share: float = 0.5
-    """Share of embedding similarity in relevance when an embedder is set."""
+    """Weight of the embedding ranking in the fusion with BM25's when an embedder is set."""
     default_value: float = 0.5
     """Learned value of a memory never scored for the goal."""
 
@@ -179,14 +180,10 @@ class Retriever:
         raw_bm25 = [bm25.get(r.ref, 0.0) for r in candidates]
         relevance = of_best(raw_bm25)
         if sims is not None:
-            dense = minmax([sims.get(r.id, 0.0) for r in candidates])
-            if not bm25:
-                relevance = dense
-            else:
-                relevance = [
-                    (1 - t.dense_share) * lex + t.dense_share * den
-                    for lex, den in zip(relevance, dense, strict=True)
-                ]
+            dense = [sims.get(r.id) for r in candidates]
+            relevance = (
+                fuse(raw_bm25, dense, t.dense_share) if bm25 else minmax([d or 0.0 for d in dense])
+            )
         if window is not None:  # the days asked about count as much as the words
             relevance = [
                 (rel + window.fit(r.created_at)) / 2
@@ -220,6 +217,27 @@ class Retriever:
             )
         scored.sort(key=lambda s: (-s.score, -s.bm25, s.record.id, s.record.scope))
         return distinct(scored, k)
+
+
+RRF_K = 60
+"""Reciprocal-rank fusion's constant (Cormack et al. 2009): rank r counts 1/(60 + r)."""
+
+
+def fuse(
+    lexical: Sequence[float], dense: Sequence[float | None], dense_share: float
+) -> list[float]:
+    """Relevance from both rankings by reciprocal-rank fusion, min-max scaled: ranks,
+    not scores, are merged, since BM25 and cosine similarity are on unrelated scales.
+    A candidate absent from a ranking (no word matched, no vector) gains nothing from it."""
+    fused = [0.0] * len(lexical)
+    for share, scores in ((1 - dense_share, lexical), (dense_share, dense)):
+        ranked = sorted(
+            (i for i, v in enumerate(scores) if v is not None and v > 0),
+            key=lambda i: -(scores[i] or 0.0),
+        )
+        for rank, i in enumerate(ranked, start=1):
+            fused[i] += share / (RRF_K + rank)
+    return minmax(fused)
 
 
 def distinct(ranked: Sequence[ScoredMemory], k: int) -> list[ScoredMemory]:
