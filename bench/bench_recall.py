@@ -8,7 +8,8 @@ The set (bench/data/recall, made by bench/recall_set.py) is imported with
 `hivemind memory import` into a fresh hive and asked with `memory search --queries`,
 as a public benchmark would be. Recall@k is the share of a question's evidence turns
 in the top k (a `pair` question has two; `both@10` counts only when both are);
-nDCG@10 has binary gains.
+nDCG@10 has binary gains. `--variants` also ranks the same store through the
+library with each score formula and ablation (bench/recall_variants.py).
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="8 of the 24 conversations")
     parser.add_argument("--embeddings", action="store_true", help="also run with embeddings")
+    parser.add_argument("--variants", action="store_true", help="also each score formula")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
     turns, questions = load(args.quick)
@@ -128,13 +130,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"recall set: {convs} conversations, {len(turns)} turns, {len(questions)} questions")
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="recall-bench-") as tmp:
-        ranked, _, took = run_cli(Path(tmp), turns, questions, embeddings=False)
+        ranked, store, took = run_cli(Path(tmp), turns, questions, embeddings=False)
         figures["defaults"] = table(ranked, questions)
         print_table(
             f"defaults, no embeddings (import {took['import_s']:.1f} s, "
             f"{len(questions)} searches {took['search_s']:.1f} s)",
             figures["defaults"],
         )
+        if args.variants:
+            from bench.recall_variants import rank_variants
+
+            for name, got in rank_variants(store, questions).items():
+                figures[name] = table(got, questions)
+                print_table(name, figures[name])
         if args.embeddings:
             from hivemind.ltm.embeddings import embeddings_installed
 

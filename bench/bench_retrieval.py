@@ -106,6 +106,11 @@ def quality(
             Config("BM25 only", BM25_ONLY, default),
             Config("defaults (0.5/0.3/0.2, gate 2, pool 50)", DEFAULTS, default),
             Config("ablation: no relevance gate", DEFAULTS, RetrievalTuning(gate=0.0)),
+            Config(
+                "DESIGN §5: plain sum, min-max relevance",
+                DEFAULTS,
+                RetrievalTuning(gate=0.0, minmax_relevance=True),
+            ),
             Config("ablation: no gate, pool 1000", DEFAULTS, RetrievalTuning(gate=0.0, pool=1000)),
             Config("ablation: gate 1", DEFAULTS, RetrievalTuning(gate=1.0)),
             Config("ablation: half-life 1 day", DEFAULTS, RetrievalTuning(half_life_hours=24)),

@@ -12,7 +12,7 @@ import pytest
 from hivemind.ltm.backend import MemoryBackend
 from hivemind.ltm.inmemory import InMemoryBackend
 from hivemind.ltm.people import names, roles
-from hivemind.ltm.retrieval import Retriever, fuse
+from hivemind.ltm.retrieval import RetrievalTuning, Retriever, fuse
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.settings import RetrievalWeights
 from tests.test_ltm_backend import rec
@@ -134,6 +134,22 @@ def test_fusion_ranks_what_both_rankings_put_first_first() -> None:
     assert fused.index(1.0) == 1  # 1st by words, 3rd by meaning, 2nd by both: best overall
     assert fused[3] == 0.0  # last by words, no vector
     assert fused[2] > 0.0  # no word matched, but 1st by meaning
+
+
+def test_the_design_formula_is_a_tuning_away() -> None:
+    b = InMemoryBackend()
+    chat(
+        b,
+        (datetime(2023, 2, 5, 9, tzinfo=UTC), ["The staging database runs Postgres 16."]),
+        (datetime(2023, 2, 6, 9, tzinfo=UTC), ["Staging is down again."]),
+    )
+    design = RetrievalTuning(gate=0.0, minmax_relevance=True)
+    for tuning, weakest in ((RetrievalTuning(), "share of the best"), (design, "min-max")):
+        found = Retriever(b, RetrievalWeights(), tuning).retrieve(
+            "staging database", EVERYTHING, k=5, at=ASKED
+        )
+        low = min(m.relevance for m in found)
+        assert (low > 0.0) if weakest == "share of the best" else (low == 0.0)
 
 
 def test_a_store_indexes_memories_by_scope_and_time(tmp_path: Path) -> None:

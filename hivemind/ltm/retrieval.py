@@ -54,6 +54,9 @@ class RetrievalTuning:
     """Weight of the embedding ranking in the fusion with BM25's when an embedder is set."""
     default_value: float = 0.5
     """Learned value of a memory never scored for the goal."""
+    minmax_relevance: bool = False
+    """Relevance min-max over the candidates (DESIGN §5 as first written) instead of
+    a share of the best match's."""
 
 
 def minmax(values: Sequence[float], over: Sequence[bool] | None = None) -> list[float]:
@@ -178,7 +181,7 @@ class Retriever:
     ) -> list[ScoredMemory]:
         t = self.tuning
         raw_bm25 = [bm25.get(r.ref, 0.0) for r in candidates]
-        relevance = of_best(raw_bm25)
+        relevance = minmax(raw_bm25) if t.minmax_relevance else of_best(raw_bm25)
         if sims is not None:
             dense = [sims.get(r.id) for r in candidates]
             relevance = (
