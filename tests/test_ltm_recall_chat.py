@@ -179,3 +179,19 @@ def test_turns_sharing_one_timestamp_keep_their_order_as_neighbours(
     found = ids(backend, "Where has Ana started?")
     assert found.index("t3") < found.index("b")
     assert "t0" not in found
+
+
+def test_a_neighbour_is_never_one_the_search_may_not_see(backend: MemoryBackend) -> None:
+    when = datetime(2023, 2, 5, 9, tzinfo=UTC)
+    backend.add_many(
+        [
+            rec("p1", "My sister Ana got a job.", tier="project", project="p1", created_at=when),
+            rec("p2", "She loves it there.", tier="project", project="p2",
+                created_at=when + timedelta(minutes=1)),
+            rec("prop", "She says it pays well.", tier="project", project="p1",
+                status="proposed", created_at=when + timedelta(minutes=1)),
+        ]
+    )  # fmt: skip
+    p1 = {"status": "active", "scope": {"$in": ["global", "project:p1"]}}
+    found = Retriever(backend, RetrievalWeights()).retrieve("Ana job", p1, k=10, at=ASKED)
+    assert [m.id for m in found] == ["p1"]
