@@ -68,6 +68,16 @@ def test_an_impossible_date_is_no_day() -> None:
     assert parse("What did I do on February 30?", ASKED) is None
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["What happened on December 31, 9999?", "What did I do 999 months after the party?"],
+    ids=["last-day", "months"],
+)
+def test_a_day_past_the_calendar_is_no_window(question: str) -> None:
+    ask = parse(question, ASKED)
+    assert ask is not None and resolve(ask, date(9999, 12, 1)) is None
+
+
 def test_an_anchor_not_found_gives_no_window() -> None:
     ask = parse("What did I cook the day after the flood?", ASKED)
     assert ask is not None and resolve(ask, None) is None

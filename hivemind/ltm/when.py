@@ -114,7 +114,18 @@ def parse(question: str, at: datetime) -> TimeAsk | None:
 
 
 def resolve(ask: TimeAsk, anchor_day: date | None) -> Window | None:
-    """The days `ask` points at, given its anchor's day (None: not found)."""
+    """The days `ask` points at, given its anchor's day (None: not found, or past the
+    calendar's ends: "999 months after", "December 31, 9999")."""
+    try:
+        window = _resolve(ask, anchor_day)
+        if window is not None:
+            window.end()
+        return window
+    except OverflowError:
+        return None
+
+
+def _resolve(ask: TimeAsk, anchor_day: date | None) -> Window | None:
     if ask.day is not None:
         return Window(ask.day, ask.day)
     if anchor_day is None:
