@@ -57,6 +57,8 @@ def test_the_day_after_a_talk_is_found_by_the_talk(backend: MemoryBackend) -> No
     question = "What did I cook the Tuesday after we talked about repainting the kitchen?"
     assert ids(backend, question)[0] == "s2-t0"
     assert ids(backend, "What did I cook on March 7?")[0] == "s0-t0"
+    # A day and no other word to look for: that day's memories.
+    assert ids(backend, "What did I do on March 10?")[0] == "s1-t0"
     # Without a day, the newest of the equal matches wins (recency breaks the tie).
     assert ids(backend, "What did I cook?")[0] == "s3-t0"
 

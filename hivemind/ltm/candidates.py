@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from hivemind.ltm import people, when
-from hivemind.ltm.analysis import query_terms, stem, words
+from hivemind.ltm.analysis import STOP_WORDS, query_terms, stem, words
 from hivemind.ltm.backend import Filters, MemoryBackend
 from hivemind.ltm.records import MemoryRecord
 from hivemind.ltm.scopes import MemoryRef
@@ -60,7 +60,10 @@ def gather(
 ) -> Candidates:
     """Candidates for `query` in `scope` asked at `at`: up to about 2×`pool`."""
     ask = when.parse(query, at)
-    terms = query_terms(ask.rest if ask is not None else query)
+    if ask is None:
+        terms = query_terms(query)
+    else:  # "What did I do yesterday?": the day is what to look for, not "what" or "do"
+        terms = [t for t in query_terms(ask.rest) if t not in STOP_WORDS]
     terms += [t for t in _roles(backend, query, scope) if t not in terms]
     out = Candidates(terms=terms)
     if terms:
