@@ -34,9 +34,10 @@ from hivemind.ltm.ledger import FACT_COLUMNS, Ledger
 from hivemind.ltm.records import MemoryKind, MemoryRecord, MemoryStatus, Tier, as_utc
 from hivemind.ltm.retention import EVICTABLE
 from hivemind.ltm.schema import SCHEMA_VERSION, migrate, schema_version
-from hivemind.ltm.scopes import MemoryRef, by_scope
+from hivemind.ltm.scopes import by_scope
 from hivemind.ltm.sqlfilters import chunks, count_rows, marks, to_sql
 from hivemind.ltm.sqlite_open import connect, open_for_reading, upgraded_copy
+from hivemind.ltm.sqlite_turns import TurnQueries
 
 _COLUMNS = (
     "id", "key", "content", "kind", "tier", "project", "agent", "task_id", "domain",
@@ -55,8 +56,10 @@ _TASK_TIER = Tier.TASK.value
 _META_CACHED_MAX = 10_000  # a larger meta table is read key by key, as before
 
 
-class SQLiteBackend:
+class SQLiteBackend(TurnQueries):
     """Memories in an SQLite database file (created, or migrated, on open)."""
+
+    _select_sql = _SELECT
 
     def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
         """`read_only`: never write (`hivemind memory search`, `inspect`); an existing
@@ -327,22 +330,6 @@ class SQLiteBackend:
                 rows = db.execute(full, [match, *params]).fetchall()
         return [(_record(row[:-1]), float(row[-1])) for row in rows]
 
-    def following(
-        self, ref: MemoryRef, filters: Filters | None, n: int, within: float
-    ) -> list[MemoryRecord]:
-        """The `n` memories of `ref`'s scope written next after it (by time, then by
-        insertion: turns imported with one timestamp keep their file order), at most
-        `within` seconds later."""
-        where, params = to_sql(filters)
-        sql = (
-            f"SELECT {_SELECT} FROM memories s JOIN memories m ON m.scope = s.scope "
-            f"WHERE s.scope = ? AND s.id = ? AND {where} AND m.created_at >= s.created_at "
-            "AND m.created_at <= s.created_at + ? AND (m.created_at > s.created_at OR "
-            f"m.rowid > s.rowid) ORDER BY m.created_at, m.rowid LIMIT {int(n)}"
-        )
-        with self._db() as db:
-            return [_record(row) for row in db.execute(sql, [*ref, *params, within])]
-
     def vectors(self, model: str, filters: Filters | None = None) -> list[tuple[str, Any]]:
         where, params = to_sql(filters)
         sql = (
@@ -385,6 +372,9 @@ class SQLiteBackend:
             if not self._closed:
                 self._closed = True
                 self._conn.close()
+
+    def _to_record(self, row: Sequence[Any]) -> MemoryRecord:
+        return _record(row)
 
     # -- the ledger ------------------------------------------------------------------
     def _checked_ledger(self) -> Ledger:
