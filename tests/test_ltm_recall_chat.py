@@ -12,7 +12,7 @@ import pytest
 from hivemind.ltm.backend import MemoryBackend
 from hivemind.ltm.inmemory import InMemoryBackend
 from hivemind.ltm.people import names, roles
-from hivemind.ltm.retrieval import RetrievalTuning, Retriever, fuse
+from hivemind.ltm.retrieval import RetrievalTuning, Retriever, blend, fuse
 from hivemind.ltm.sqlite import SQLiteBackend
 from hivemind.settings import RetrievalWeights
 from tests.test_ltm_backend import rec
@@ -127,6 +127,11 @@ def test_roles_are_read_from_what_is_said_around_a_name() -> None:
     assert roles("Ana", texts) == ["sister", "friend"]
     assert roles("Bruno", texts) == []
     assert names("What did Ana and Bruno buy on Monday in May?") == ["Ana", "Bruno"]
+
+
+def test_blend_averages_the_scaled_scores() -> None:
+    blended = blend([0.5, 1.0, 0.0], [0.5, None, 0.9], dense_share=0.5)
+    assert blended == pytest.approx([0.25 + 0.5 * 0.5 / 0.9, 0.5, 0.5])
 
 
 def test_fusion_ranks_what_both_rankings_put_first_first() -> None:
