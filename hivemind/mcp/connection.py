@@ -60,6 +60,8 @@ class Connection:
         self.ended = asyncio.Event()
         self.exited = False
         """It ended because the server's process exited (stdio)."""
+        self.exit_code: int | None = None
+        """Then, its exit code if known (negative: the signal that killed it)."""
         self.end_reason: str | None = None
         """Why it ended, one line: what an exited server printed last, the HTTP error."""
         self._session: ClientSession | None = None
@@ -145,10 +147,12 @@ class Connection:
     def kill(self) -> None:
         """SIGKILL the server's process group (it has one of its own), if it runs."""
         pipe = self._pipe
-        if pipe is None or pipe.pid is None or pipe.ended.is_set():
+        if pipe is None or pipe.ended.is_set():
             return  # stderr closed: nothing of it is left, and the pid may be reused
-        with contextlib.suppress(OSError):
-            os.killpg(pipe.pid, signal.SIGKILL)
+        group = pipe.group or pipe.pid
+        if group is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(group, signal.SIGKILL)
 
     async def _run(self, start_timeout: float) -> None:
         CURRENT.set(self.log)  # this task's own context, and that of the SDK's under it
@@ -233,6 +237,16 @@ class Connection:
         data = params.data if isinstance(params.data, str) else repr(params.data)
         self.log.note(f"{params.level}: {' '.join(data.split())[:1000]}")
 
+    def how_it_ended(self) -> str:
+        """"exited", "exited (code 1)", "was killed (signal 9)"; "failed" if it did not
+        exit (an HTTP session)."""
+        code = self.exit_code
+        if not self.exited:
+            return "failed"
+        if code is None:
+            return "exited"
+        return f"exited (code {code})" if code >= 0 else f"was killed (signal {-code})"
+
     async def _why(self, reason: str | None) -> str:
         """One line on why the session ended: for a stdio server that exited, what it
         printed last on stderr."""
@@ -242,6 +256,7 @@ class Connection:
         if pipe is not None and self._lost:
             self.exited = True
             await asyncio.to_thread(pipe.ended.wait, _EXIT_SEEN)
+            self.exit_code = pipe.exit_code
             last = self.log.last_line(since=self._first_line)
             return last or "it printed nothing on stderr"
         return reason or ("the connection closed" if self._lost else "it ended")

@@ -106,8 +106,8 @@ class ManagedServer:
             if not conn.ended.is_set():  # an HTTP session whose endpoint went away
                 self._restart(conn, f"its connection failed: {e}", back_off=True)
             self._notice_end()
-            verb = "exited" if conn.exited else "failed"
-            return _error(f"the server `{self.name}` {verb} during the call: {e}")
+            return _error(f"the server `{self.name}` {conn.how_it_ended()} during the call: "
+                          f"{e}")
         except MCPError as e:
             return _error(f"the server `{self.name}` refused the call: {e.error.message}")
         except Exception as e:  # an answer the SDK cannot read, say
@@ -176,7 +176,7 @@ class ManagedServer:
                 try:
                     await conn.open(self.policy.start_timeout)
                 except ConnectionLost as e:
-                    why = f"exited while starting: {e}" if conn.exited else str(e)
+                    why = f"{conn.how_it_ended()} while starting: {e}" if conn.exited else str(e)
                     if self._stopping or not await self._crashed(why):
                         return
                     continue
@@ -192,7 +192,8 @@ class ManagedServer:
                     self._cut = None
                     await conn.stop(0.0)
                 else:
-                    why = f"exited: {conn.end_reason}" if conn.exited else f"{conn.end_reason}"
+                    why = (f"{conn.how_it_ended()}: {conn.end_reason}" if conn.exited
+                           else f"{conn.end_reason}")
                 if not await self._crashed(why, back_off=back_off):
                     return
         except Exception as e:  # a bug of ours: the server is given up, the daemon goes on

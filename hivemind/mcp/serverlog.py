@@ -8,6 +8,7 @@ given a folder) is capped: past `MAX_LOG_BYTES` it moves to `<name>.log.1`.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import logging
 import os
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from hivemind.clock import utcnow
-from hivemind.mcp.leash import PID_MARK
+from hivemind.mcp.leash import EXIT_MARK, PID_MARK
 
 MAX_LOG_BYTES = 1_000_000
 TAIL_LINES = 20
@@ -102,7 +103,9 @@ class StderrPipe:
     """The pipe one server process writes its stderr into, and the thread draining it.
 
     `writer` goes to the child; call `spawned()` once it runs (our copy of the write
-    end is closed, so the pipe ends when the server and its children are gone).
+    end is closed, so the pipe ends when the server and its children are gone). The
+    leash's lines (the server's pid and process group, its exit code) are read here
+    and kept out of the log.
     """
 
     def __init__(self, log: ServerLog) -> None:
@@ -111,7 +114,9 @@ class StderrPipe:
         self.writer: IO[str] = os.fdopen(write_fd, "w")
         self._reader = read_fd
         self.pid: int | None = None
-        self.pid_known = threading.Event()
+        self.group: int | None = None
+        self.exit_code: int | None = None
+        """How the server ended, as the leash saw it (negative: killed by that signal)."""
         self.ended = threading.Event()
         self._thread = threading.Thread(target=self._drain, name=f"mcp-{log.name}-stderr",
                                         daemon=True)
@@ -122,30 +127,35 @@ class StderrPipe:
             self.writer.close()
 
     def _drain(self) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         partial = ""
-        first = True
         try:
             while chunk := os.read(self._reader, _READ):
-                text = partial + chunk.decode("utf-8", errors="replace")
-                lines = text.split("\n")
+                lines = (partial + decoder.decode(chunk)).split("\n")
                 partial = lines.pop()[-LINE_CHARS * 4:]  # a never-ending line stays bounded
-                if first and lines:
-                    first = False
-                    if lines[0].startswith(PID_MARK):
-                        with contextlib.suppress(ValueError):
-                            self.pid = int(lines.pop(0)[len(PID_MARK):])
-                    self.pid_known.set()
-                for line in lines:
-                    self.log._line(line)
-                if lines:
-                    self.log._write("".join(f"{line}\n" for line in lines))
-            if partial:
-                self.log._line(partial)
-                self.log._write(partial + "\n")
+                self._lines(lines)
+            self._lines([partial + decoder.decode(b"", final=True)])
         except OSError:
             pass
         finally:
             with contextlib.suppress(OSError):
                 os.close(self._reader)
-            self.pid_known.set()
             self.ended.set()
+
+    def _lines(self, lines: list[str]) -> None:
+        kept = [line for line in lines if line and not self._leash_said(line)]
+        for line in kept:
+            self.log._line(line)
+        if kept:
+            self.log._write("".join(f"{line}\n" for line in kept))
+
+    def _leash_said(self, line: str) -> bool:
+        with contextlib.suppress(ValueError, IndexError):
+            if line.startswith(PID_MARK):
+                words = line[len(PID_MARK):].split()
+                self.pid, self.group = int(words[0]), int(words[2])
+                return True
+            if line.startswith(EXIT_MARK):
+                self.exit_code = int(line[len(EXIT_MARK):])
+                return True
+        return False

@@ -1,14 +1,15 @@
 """A small stdio MCP server for the pool's tests (the SDK's server side).
 
 Its tools: `lookup` answers, `env` reads a variable of its environment, `big` returns
-n characters, `grow` adds a tool, `pid` says its process id, `fail` raises, `crash`
-exits mid-call, `stall` blocks its own event loop (a stuck server), `slow` sleeps
-without blocking it.
+n characters, `grow` adds a tool, `pid` says its process id, `spawn` starts a child,
+`fail` raises, `crash` exits mid-call, `stall` blocks its own event loop (a stuck
+server), `slow` sleeps without blocking it.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 
@@ -40,6 +41,14 @@ def big(n: int) -> str:
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())
+
+
+@app.tool()
+def spawn() -> str:
+    """Starts a process of its own (as `npx` starts `node`); says its pid."""
+    child = subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return str(child.pid)
 
 
 @app.tool()
