@@ -88,7 +88,7 @@ async def test_a_server_that_keeps_crashing_is_failed_and_its_tools_withdrawn(
     assert pool.tools_for("lead") == []
     result = await pool.call("lead", "notes", "lookup", {"q": "x"})
     assert result.is_error and result.text.startswith("the server `notes` has failed: ")
-    assert "not restarted until its settings change" in result.text
+    assert "tried again at" in result.text and "or when its settings change" in result.text
 
 
 DAEMON = """
@@ -150,3 +150,23 @@ async def test_a_server_waiting_out_its_back_off_stops_at_once(tmp_path: Path) -
     started = time.monotonic()
     await pool.aclose(grace=1.0)
     assert time.monotonic() - started < 30  # not the 600 s back-off
+
+
+async def test_a_failed_server_is_tried_again_later(tmp_path: Path) -> None:
+    broken = tmp_path / "index-is-broken"
+    broken.touch()
+    policy = RestartPolicy(first_delay=0.05, max_delay=0.1, crashes=2, retry_failed=0.3,
+                           start_timeout=60.0)
+    pool = McpPool(tmp_path, {}, policy=policy)
+    try:
+        await pool.attach("lead", {"notes": notes_spec(env={"NOTES_BROKEN_WHILE": str(broken)})})
+        [state] = pool.states()
+        assert state.status == ServerStatus.FAILED and "tried again at" in (state.error or "")
+        broken.unlink()  # the cause is fixed: a later try succeeds
+        deadline = time.monotonic() + 60
+        while pool.states()[0].status != ServerStatus.READY:
+            assert time.monotonic() < deadline, pool.states()
+            await asyncio.sleep(0.05)
+        assert (await pool.call("lead", "notes", "lookup", {"q": "x"})).text == "note about x"
+    finally:
+        await pool.aclose(grace=2.0)

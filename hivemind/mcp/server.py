@@ -1,5 +1,6 @@
 """One server over its life: started, restarted after a crash with back-off, failed
-when it keeps crashing, stopped. Its calls turn every problem into an error result.
+when it keeps crashing (and tried once again now and then), stopped. Its calls turn
+every problem into an error result.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import mcp_types as types
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from hivemind.clock import utcnow
 from hivemind.mcp.api import McpResult, McpTool, ServerState, ServerStatus
 from hivemind.mcp.connection import CallTimedOut, Connection, ConnectionLost
 from hivemind.mcp.launch import HttpTarget, LaunchProblem, http_target, stdio_parameters
@@ -39,6 +42,7 @@ class RestartPolicy:
     window: float = 300.0
     start_timeout: float = 30.0  # to start and list its tools
     ping: float = 5.0  # after a call timed out: a server silent this long is stuck
+    retry_failed: float = 600.0  # a failed server is tried again after this long
 
 
 class ManagedServer:
@@ -59,6 +63,7 @@ class ManagedServer:
         """What it offers, by name (all of it: each agent's allow-list applies later)."""
         self._conn: Connection | None = None
         self._crashes: deque[float] = deque()
+        self._retrying = False  # it failed: the next start is one try
         self._settled = asyncio.Event()
         self._wake = asyncio.Event()
         self._stopping = False
@@ -167,6 +172,8 @@ class ManagedServer:
     async def _supervise(self) -> None:
         try:
             while not self._stopping:
+                if self._conn is not None:
+                    self.restarts += 1
                 self._wake.clear()
                 launch = self._launch()
                 if launch is None:
@@ -182,6 +189,7 @@ class ManagedServer:
                     continue
                 self._offered(conn.tools)
                 self.log.note(f"ready: {len(self.tools)} tools, pid {conn.pid}")
+                self._retrying = False
                 self._set(ServerStatus.READY)
                 await _first(conn.ended, self._wake)
                 if self._stopping:
@@ -222,23 +230,30 @@ class ManagedServer:
         return launch
 
     async def _crashed(self, why: str, *, back_off: bool = True) -> bool:
-        """Count a crash; wait out the back-off and say True, or mark it failed."""
+        """Count a crash, then wait: out the back-off, or, once it crashed too often
+        (failed), until it is tried again. False: it is being stopped."""
         self.log.note(why)
         now = time.monotonic()
         self._crashes.append(now)
         while self._crashes and self._crashes[0] < now - self.policy.window:
             self._crashes.popleft()
-        self.error = why
         n = len(self._crashes)
-        if n >= self.policy.crashes:
-            self.error = (f"{why} ({n} crashes in {self.policy.window:g} s; not restarted "
-                          "until its settings change or hivemind restarts)")
+        if n >= self.policy.crashes or self._retrying:
+            often = ("still" if self._retrying
+                     else f"{n} crashes in {self.policy.window:g} s")
+            self._retrying = True  # one try then: it fails again at its first crash
+            self._crashes.clear()
+            delay = self.policy.retry_failed
+            at = (utcnow() + timedelta(seconds=delay)).strftime("%H:%M UTC")
+            self.error = f"{why} ({often}; tried again at {at}, or when its settings change)"
             self._set(ServerStatus.FAILED)
-            return False
-        self.restarts += 1
-        self._set(ServerStatus.RESTARTING)
-        delay = min(self.policy.max_delay, self.policy.first_delay * 2 ** (n - 1))
-        if not back_off or self._stopping:
+        else:
+            self.error = why
+            self._set(ServerStatus.RESTARTING)
+            delay = min(self.policy.max_delay, self.policy.first_delay * 2 ** (n - 1))
+            if not back_off:
+                delay = 0.0
+        if self._stopping or delay <= 0:
             return not self._stopping
         self._wake.clear()  # (a stop asked before this point was seen just above)
         with contextlib.suppress(TimeoutError):
