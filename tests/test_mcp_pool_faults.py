@@ -170,3 +170,22 @@ async def test_a_failed_server_is_tried_again_later(tmp_path: Path) -> None:
         assert (await pool.call("lead", "notes", "lookup", {"q": "x"})).text == "note about x"
     finally:
         await pool.aclose(grace=2.0)
+
+
+@pytest.mark.parametrize(("slow", "timeout", "status"), [
+    (1.0, 60.0, ServerStatus.READY),  # slower than the policy, within its own timeout
+    (60.0, 1.0, ServerStatus.FAILED),
+], ids=["given-its-timeout", "too-slow"])
+async def test_a_slow_starter_gets_its_call_timeout_to_start(
+        tmp_path: Path, slow: float, timeout: float, status: ServerStatus) -> None:
+    policy = RestartPolicy(start_timeout=0.2, first_delay=0.05, crashes=1)
+    pool = McpPool(tmp_path, {}, policy=policy)
+    try:
+        spec = notes_spec(env={"NOTES_SLOW_START": str(slow)}, timeout=timeout)
+        await pool.attach("lead", {"notes": spec}, wait=120)
+        [state] = pool.states()
+        assert state.status == status, state
+        if status == ServerStatus.FAILED:
+            assert (state.error or "").startswith("it did not start within 1 s")
+    finally:
+        await pool.aclose(grace=2.0)

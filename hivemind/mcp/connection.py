@@ -173,10 +173,12 @@ class Connection:
                 self.ready.set()
                 await self._wake.wait()
             self.end_reason = await self._why(None)
-        except TimeoutError:
-            self.end_reason = await self._why(f"it did not start within {start_timeout:g} s")
         except Exception as e:  # every way a server fails ends here
-            self.end_reason = await self._why(_one_line(e))
+            if isinstance(_leaf(e), TimeoutError) and not self.ready.is_set():
+                self.end_reason = await self._why(
+                    f"it did not start within {start_timeout:g} s")
+            else:
+                self.end_reason = await self._why(_one_line(e))
         finally:
             self._session = None
             self.ended.set()
@@ -275,11 +277,17 @@ async def _all_tools(session: ClientSession) -> list[types.Tool]:
     return tools
 
 
-def _one_line(error: BaseException) -> str:
-    """The first real error inside anyio's exception groups, in one line."""
+def _leaf(error: BaseException) -> BaseException:
+    """The first real error inside anyio's exception groups."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = next((e for e in error.exceptions
                       if not isinstance(e, asyncio.CancelledError)), error.exceptions[0])
+    return error
+
+
+def _one_line(error: BaseException) -> str:
+    """The first real error inside anyio's exception groups, in one line."""
+    error = _leaf(error)
     text = " ".join(str(error).split()) or type(error).__name__
     name = type(error).__name__
     return text if text.startswith(name) else f"{name}: {text}"[:300]

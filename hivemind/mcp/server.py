@@ -40,7 +40,7 @@ class RestartPolicy:
     max_delay: float = 60.0
     crashes: int = 5  # this many in `window` seconds: failed
     window: float = 300.0
-    start_timeout: float = 30.0  # to start and list its tools
+    start_timeout: float = 30.0  # to start and list its tools (or its `timeout`, if longer)
     ping: float = 5.0  # after a call timed out: a server silent this long is stuck
     retry_failed: float = 600.0  # a failed server is tried again after this long
 
@@ -71,6 +71,12 @@ class ManagedServer:
         """A session to end and start again: it, why, whether to back off first."""
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def start_timeout(self) -> float:
+        """How long it may take to start: a slow starter (`npx` fetching its package)
+        is given its call `timeout` when that is longer than the policy's."""
+        return max(self.policy.start_timeout, self.spec.timeout)
+
     def start(self) -> None:
         self._task = asyncio.create_task(self._supervise(), name=f"mcp-{self.name}-supervisor")
 
@@ -92,7 +98,7 @@ class ManagedServer:
         as an error result."""
         self._notice_end()
         if self.status not in _SETTLED:  # (re)starting: as long as a start may take
-            await self.settled(self.policy.start_timeout)
+            await self.settled(self.start_timeout)
         conn = self._conn
         if self.status != ServerStatus.READY or conn is None:
             return _error(self._unavailable())
@@ -181,7 +187,7 @@ class ManagedServer:
                 conn = Connection(self.name, launch, self.log, on_tools=self._offered)
                 self._conn = conn
                 try:
-                    await conn.open(self.policy.start_timeout)
+                    await conn.open(self.start_timeout)
                 except ConnectionLost as e:
                     why = f"{conn.how_it_ended()} while starting: {e}" if conn.exited else str(e)
                     if self._stopping or not await self._crashed(why):
@@ -240,7 +246,7 @@ class ManagedServer:
         n = len(self._crashes)
         if n >= self.policy.crashes or self._retrying:
             often = ("still" if self._retrying
-                     else f"{n} crashes in {self.policy.window:g} s")
+                     else f"{n} crash{'es' if n > 1 else ''} in {self.policy.window:g} s")
             self._retrying = True  # one try then: it fails again at its first crash
             self._crashes.clear()
             delay = self.policy.retry_failed

@@ -97,6 +97,7 @@ async def slow(seconds: float) -> str:
 
 
 if __name__ == "__main__":
+    time.sleep(float(os.environ.get("NOTES_SLOW_START", "0")))
     broken = os.environ.get("NOTES_BROKEN_WHILE")  # a file: while it is there
     if os.environ.get("NOTES_CRASH_AT_START") or (broken and os.path.exists(broken)):
         print("notes: cannot open the index", file=sys.stderr, flush=True)
