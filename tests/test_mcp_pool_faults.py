@@ -4,6 +4,7 @@ crashing, or outlive a daemon killed with -9."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 from hivemind.mcp.api import ServerStatus
 from hivemind.mcp.pool import McpPool
 from hivemind.mcp.server import RestartPolicy
+from hivemind.mcpspec import McpServerSpec
 from tests.mcp_helpers import QUICK, alive, gone, notes_spec
 
 
@@ -189,3 +191,32 @@ async def test_a_slow_starter_gets_its_call_timeout_to_start(
             assert (state.error or "").startswith("it did not start within 1 s")
     finally:
         await pool.aclose(grace=2.0)
+
+
+def sleepers(marker: str) -> list[int]:
+    """The `sleep` processes whose command line carries `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if entry.name.isdigit() and argv[:2] == [b"sleep", marker.encode()] and alive(
+                    int(entry.name)):
+                found.append(int(entry.name))
+    return found
+
+
+async def test_an_exit_is_seen_while_a_child_holds_the_servers_stdout(pool: McpPool) -> None:
+    notes = notes_spec()
+    marker = f"{3600 + os.getpid() % 1000}"  # this test's sleeps, not another's
+    spec = McpServerSpec(command="sh", timeout=30, args=(  # the sleep keeps stdout open
+        "-c", f'sleep {marker} & exec "{notes.command}" "{notes.args[0]}"'))
+    await pool.attach("lead", {"notes": spec})
+    crashed = await pool.call("lead", "notes", "crash", {})
+    assert crashed.text.startswith("the server `notes` exited (code 1) during the call")
+    assert (await pool.call("lead", "notes", "lookup", {"q": "x"})).text == "note about x"
+    assert len(sleepers(marker)) == 1  # the crashed server's went with it
+    await pool.detach("lead")
+    deadline = time.monotonic() + 30
+    while sleepers(marker):
+        assert time.monotonic() < deadline, "a stopped server's child is left"
+        await asyncio.sleep(0.05)

@@ -69,6 +69,8 @@ class Connection:
         self._wake = asyncio.Event()
         self._stopping = False
         self._lost = False
+        self._ending = False
+        self._cut_short: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._first_line = 0
 
@@ -147,8 +149,11 @@ class Connection:
     def kill(self) -> None:
         """SIGKILL the server's process group (it has one of its own), if it runs."""
         pipe = self._pipe
-        if pipe is None or pipe.ended.is_set():
-            return  # stderr closed: nothing of it is left, and the pid may be reused
+        if pipe is not None and not pipe.ended.is_set():  # else nothing of it is left
+            self._kill_group(pipe)
+
+    @staticmethod
+    def _kill_group(pipe: StderrPipe) -> None:
         group = pipe.group or pipe.pid
         if group is not None:
             with contextlib.suppress(OSError):
@@ -158,30 +163,37 @@ class Connection:
         CURRENT.set(self.log)  # this task's own context, and that of the SDK's under it
         try:
             async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport())
-                sink, source = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-                relay = await stack.enter_async_context(anyio.create_task_group())
-                stack.callback(relay.cancel_scope.cancel)  # before the group's exit
-                relay.start_soon(self._relay, read, sink)
-                session = await stack.enter_async_context(ClientSession(
-                    source, write, client_info=CLIENT, message_handler=self._heard,
-                    logging_callback=self._logged))
-                with anyio.fail_after(start_timeout):
-                    await session.initialize()
-                    self.tools = await _all_tools(session)
-                self._session = session
-                self.ready.set()
-                await self._wake.wait()
+                try:
+                    await self._serve(stack, start_timeout)
+                finally:
+                    self._ending = True  # what befalls the server from here is our doing
             self.end_reason = await self._why(None)
         except Exception as e:  # every way a server fails ends here
-            if isinstance(_leaf(e), TimeoutError) and not self.ready.is_set():
-                self.end_reason = await self._why(
-                    f"it did not start within {start_timeout:g} s")
-            else:
-                self.end_reason = await self._why(_one_line(e))
+            self.end_reason = await self._why(_one_line(e))
         finally:
             self._session = None
             self.ended.set()
+
+    async def _serve(self, stack: AsyncExitStack, start_timeout: float) -> None:
+        """Open the session in `stack`, list the tools, then hold it until it ends."""
+        read, write = await stack.enter_async_context(self._transport())
+        sink, source = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        relay = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(relay.cancel_scope.cancel)  # before the group's exit
+        relay.start_soon(self._relay, read, sink)
+        session = await stack.enter_async_context(ClientSession(
+            source, write, client_info=CLIENT, message_handler=self._heard,
+            logging_callback=self._logged))
+        try:
+            with anyio.fail_after(start_timeout):
+                await session.initialize()
+                self.tools = await _all_tools(session)
+        except TimeoutError:
+            self._cut_short = f"it did not start within {start_timeout:g} s"
+            raise
+        self._session = session
+        self.ready.set()
+        await self._wake.wait()
 
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception],
@@ -195,12 +207,18 @@ class Connection:
         params = self.launch
         self._first_line = self.log.lines
         self._pipe = pipe = self.log.open_pipe()
+        # The server exited, even if a process it started holds its stdout open.
+        loop = asyncio.get_running_loop()
+        pipe.on_exit = lambda: loop.call_soon_threadsafe(self._exited)
         try:
             async with stdio_client(params, errlog=cast(TextIO, pipe.writer)) as streams:
                 pipe.spawned()
                 yield streams
         finally:
             pipe.spawned()
+            # What the server started and left behind (the SDK kills its process group
+            # only when the server itself would not exit) goes with it.
+            self._kill_group(pipe)
 
     async def _relay(self, read: ReadStream[SessionMessage | Exception],
                      sink: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
@@ -212,8 +230,12 @@ class Connection:
                     await sink.send(item)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
-        self._lost = True
-        self._wake.set()
+        self._exited()
+
+    def _exited(self) -> None:
+        if not self._ending:  # not the end our own teardown brings
+            self._lost = True
+            self._wake.set()
 
     async def _heard(self, message: types.ServerNotification | Exception) -> None:
         """The server says its tools changed: list them again (in a task of its own:
@@ -254,6 +276,8 @@ class Connection:
         printed last on stderr."""
         if self._stopping:
             return "it stopped"
+        if self._cut_short is not None:
+            return self._cut_short
         pipe = self._pipe
         if pipe is not None and self._lost:
             self.exited = True

@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
 from typing import IO
@@ -118,6 +119,8 @@ class StderrPipe:
         self.exit_code: int | None = None
         """How the server ended, as the leash saw it (negative: killed by that signal)."""
         self.ended = threading.Event()
+        self.on_exit: Callable[[], object] | None = None
+        """Called (on the draining thread) when the leash says the server exited."""
         self._thread = threading.Thread(target=self._drain, name=f"mcp-{log.name}-stderr",
                                         daemon=True)
         self._thread.start()
@@ -157,5 +160,8 @@ class StderrPipe:
                 return True
             if line.startswith(EXIT_MARK):
                 self.exit_code = int(line[len(EXIT_MARK):])
+                if self.on_exit is not None:
+                    with contextlib.suppress(RuntimeError):  # the daemon's loop is closed
+                        self.on_exit()
                 return True
         return False
