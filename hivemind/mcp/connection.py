@@ -281,7 +281,7 @@ class Connection:
         pipe = self._pipe
         if pipe is not None and self._lost:
             self.exited = True
-            await asyncio.to_thread(pipe.ended.wait, _EXIT_SEEN)
+            await asyncio.to_thread(pipe.exit_seen.wait, _EXIT_SEEN)
             self.exit_code = pipe.exit_code
             last = self.log.last_line(since=self._first_line)
             return last or "it printed nothing on stderr"

@@ -119,6 +119,9 @@ class StderrPipe:
         self.exit_code: int | None = None
         """How the server ended, as the leash saw it (negative: killed by that signal)."""
         self.ended = threading.Event()
+        self.exit_seen = threading.Event()
+        """The server's last stderr line is in: the leash said it exited, or the pipe
+        ended."""
         self.on_exit: Callable[[], object] | None = None
         """Called (on the draining thread) when the leash says the server exited."""
         self._thread = threading.Thread(target=self._drain, name=f"mcp-{log.name}-stderr",
@@ -144,6 +147,7 @@ class StderrPipe:
             with contextlib.suppress(OSError):
                 os.close(self._reader)
             self.ended.set()
+            self.exit_seen.set()
 
     def _lines(self, lines: list[str]) -> None:
         kept = [line for line in lines if line and not self._leash_said(line)]
@@ -160,6 +164,7 @@ class StderrPipe:
                 return True
             if line.startswith(EXIT_MARK):
                 self.exit_code = int(line[len(EXIT_MARK):])
+                self.exit_seen.set()
                 if self.on_exit is not None:
                     with contextlib.suppress(RuntimeError):  # the daemon's loop is closed
                         self.on_exit()
