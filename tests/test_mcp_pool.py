@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hivemind.mcp import serverlog
 from hivemind.mcp.api import ServerStatus
 from hivemind.mcp.pool import McpPool
 from hivemind.mcpspec import McpServerSpec
@@ -174,11 +175,8 @@ async def test_a_missing_command_fails_at_once_with_one_line(pool: McpPool) -> N
 async def test_stderr_goes_to_the_servers_log_file(pool: McpPool, tmp_path: Path) -> None:
     await pool.attach("lead", {"notes": notes_spec()})
     await pool.call("lead", "notes", "crash", {})
-    log = tmp_path / "logs" / "notes.log"
-    deadline = time.monotonic() + 30
-    while "the index is corrupt" not in log.read_text() and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    text = log.read_text()
+    await asyncio.to_thread(serverlog.flush)
+    text = (tmp_path / "logs" / "notes.log").read_text()
     assert "starting" in text and "notes: the index is corrupt" in text
 
 
@@ -191,6 +189,7 @@ async def test_tools_a_server_adds_are_offered_once_it_says_so(
         assert time.monotonic() < deadline, "the new tool was never listed"
         await asyncio.sleep(0.05)
     assert (await pool.call("lead", "notes", "tally", {})).text == "I am tally"
+    await asyncio.to_thread(serverlog.flush)
     assert "info: grew tally" in (tmp_path / "logs" / "notes.log").read_text()
 
 
@@ -201,6 +200,7 @@ async def test_the_sdks_complaints_go_to_the_servers_log_not_the_console(
         "-c", f'echo "NOTES READY!!!"; exec "{notes.command}" "{notes.args[0]}"'))
     await pool.attach("lead", {"notes": banner})
     assert (await pool.call("lead", "notes", "lookup", {"q": "x"})).text == "note about x"
+    await asyncio.to_thread(serverlog.flush)
     text = (tmp_path / "logs" / "notes.log").read_text()
     assert "mcp sdk error: Failed to parse JSONRPC message" in text
     assert "JSON" not in capfd.readouterr().err

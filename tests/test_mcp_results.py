@@ -79,6 +79,7 @@ def test_the_stderr_log_keeps_the_last_lines_and_stays_bounded(
     pipe.writer.write("the last words")
     pipe.spawned()  # our write end closes: the pipe ends
     assert pipe.ended.wait(30)
+    serverlog.flush()
     assert log.last_line() == "the last words"
     assert len(log.tail) == serverlog.TAIL_LINES
     sizes = [(tmp_path / name).stat().st_size for name in ("notes.log", "notes.log.1")]

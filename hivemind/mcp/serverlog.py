@@ -1,8 +1,8 @@
 """A server's stderr: its last lines kept for `status`, the rest in a bounded log file.
 
 A stdio server writes its stderr into a pipe that a thread of ours drains, so the
-server never blocks on a full pipe and never prints on the daemon's console; file
-writes happen on that thread, off the event loop. The log file (when the pool is
+server never blocks on a full pipe and never prints on the daemon's console; one
+thread appends to the log files, in order, off the event loop. The log file (when the pool is
 given a folder) is capped: past `MAX_LOG_BYTES` it moves to `<name>.log.1`.
 """
 
@@ -12,6 +12,7 @@ import codecs
 import contextlib
 import logging
 import os
+import queue
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -89,15 +90,43 @@ class ServerLog:
             self.tail.append((self.lines, line[:LINE_CHARS]))
 
     def _write(self, text: str) -> None:
-        if self.path is None:
-            return
-        with contextlib.suppress(OSError):  # a full disk must not stop the server
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._lock:
-                if self.path.exists() and self.path.stat().st_size > MAX_LOG_BYTES:
-                    os.replace(self.path, self.path.with_name(self.path.name + ".1"))
-                with self.path.open("a", encoding="utf-8") as out:
+        if self.path is not None:
+            _writer().put((self.path, text))
+
+
+def flush() -> None:
+    """Wait until every log line written so far is in its file."""
+    _WRITES.join()
+
+
+_WRITES: queue.Queue[tuple[Path, str]] = queue.Queue()
+_writer_lock = threading.Lock()
+_writer_thread: threading.Thread | None = None
+
+
+def _writer() -> queue.Queue[tuple[Path, str]]:
+    """The queue of log writes; one thread appends them, in order, off the event loop."""
+    global _writer_thread
+    with _writer_lock:
+        if _writer_thread is None or not _writer_thread.is_alive():
+            _writer_thread = threading.Thread(target=_append_all, name="mcp-logs",
+                                              daemon=True)
+            _writer_thread.start()
+    return _WRITES
+
+
+def _append_all() -> None:
+    while True:
+        path, text = _WRITES.get()
+        try:
+            with contextlib.suppress(OSError):  # a full disk must not stop the server
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
+                    os.replace(path, path.with_name(path.name + ".1"))
+                with path.open("a", encoding="utf-8") as out:
                     out.write(text)
+        finally:
+            _WRITES.task_done()
 
 
 class StderrPipe:
