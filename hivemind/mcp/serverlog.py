@@ -179,11 +179,14 @@ class StderrPipe:
             self.exit_seen.set()
 
     def _lines(self, lines: list[str]) -> None:
-        kept = [line for line in lines if line and not self._leash_said(line)]
+        leash = [line for line in lines if line.startswith((PID_MARK, EXIT_MARK))]
+        kept = [line for line in lines if line and line not in leash]
         for line in kept:
             self.log._line(line)
         if kept:
             self.log._write("".join(f"{line}\n" for line in kept))
+        for line in leash:  # after the lines before it: an exit is said once they are in
+            self._leash_said(line)
 
     def _leash_said(self, line: str) -> bool:
         with contextlib.suppress(ValueError, IndexError):
