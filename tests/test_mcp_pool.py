@@ -81,6 +81,15 @@ async def test_the_tools_own_error_comes_back_as_an_error(pool: McpPool) -> None
     assert pool.states()[0].status == ServerStatus.READY
 
 
+async def test_a_protocol_error_comes_back_bounded(pool: McpPool) -> None:
+    await pool.attach("lead", {"notes": notes_spec()})
+    short = await pool.call("lead", "notes", "refuse", {"n": 5})
+    assert short.is_error and short.text == "the server `notes` refused the call: rrrrr"
+    long = await pool.call("lead", "notes", "refuse", {"n": 100_000})
+    assert long.is_error and long.cut > 90_000 and len(long.text) < 2_100
+    assert pool.states()[0].status == ServerStatus.READY
+
+
 async def test_two_agents_share_one_server_process(pool: McpPool) -> None:
     await pool.attach("lead", {"notes": notes_spec()})
     await pool.attach("scout", {"notes": notes_spec(tools=["pid"], timeout=30)})

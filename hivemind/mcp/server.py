@@ -24,11 +24,12 @@ from hivemind.clock import utcnow
 from hivemind.mcp.api import McpResult, McpTool, ServerState, ServerStatus
 from hivemind.mcp.connection import CallTimedOut, Connection, ConnectionLost
 from hivemind.mcp.launch import HttpTarget, LaunchProblem, http_target, stdio_parameters
-from hivemind.mcp.results import to_result
+from hivemind.mcp.results import bounded, to_result
 from hivemind.mcp.serverlog import ServerLog
 from hivemind.mcpspec import McpServerSpec
 
 logger = logging.getLogger(__name__)
+ERROR_CHARS = 2_000  # an error of ours quoting the server is cut past this
 _SETTLED = (ServerStatus.READY, ServerStatus.FAILED, ServerStatus.STOPPED)
 
 
@@ -279,5 +280,6 @@ async def _first(*events: asyncio.Event) -> None:
 
 
 def _error(text: str) -> McpResult:
-    return McpResult(text, is_error=True)
+    """An error result of ours, bounded (it may quote what the server said)."""
+    return bounded(iter([text]), ERROR_CHARS, is_error=True)
 

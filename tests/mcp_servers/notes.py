@@ -2,7 +2,7 @@
 
 Its tools: `lookup` answers, `env` reads a variable of its environment, `big` returns
 n characters, `grow` adds a tool, `pid` says its process id, `spawn` starts a child,
-`fail` raises, `crash` exits mid-call, `stall` blocks its own event loop (a stuck
+`fail` raises, `refuse` errs, `crash` exits mid-call, `stall` blocks its own event loop (a stuck
 server), `slow` sleeps without blocking it.
 """
 
@@ -15,6 +15,8 @@ import time
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 app = MCPServer("notes")
 
@@ -70,6 +72,12 @@ async def grow(name: str, ctx: Context) -> str:
 def fail() -> str:
     """Always raises."""
     raise ValueError("no such note")
+
+
+@app.tool()
+def refuse(n: int) -> str:
+    """Answers with a protocol error whose message is n characters long."""
+    raise MCPError(code=INVALID_PARAMS, message="r" * n)
 
 
 @app.tool()
