@@ -86,3 +86,12 @@ def test_the_stderr_log_keeps_the_last_lines_and_stays_bounded(
     assert all(size < 2_000 + 2_500 for size in sizes)  # the cap, and a chunk past it
     assert "the last words" in (tmp_path / "notes.log").read_text()
     assert sorted(os.listdir(tmp_path)) == ["notes.log", "notes.log.1"]
+
+
+def test_a_line_that_cannot_be_encoded_is_still_logged(tmp_path: Path) -> None:
+    log = ServerLog("notes", tmp_path / "notes.log")
+    log.note("a lone surrogate \udc80 here")
+    log.note("and the next line")
+    serverlog.flush()
+    text = (tmp_path / "notes.log").read_text()
+    assert "surrogate ? here" in text and "and the next line" in text

@@ -123,7 +123,7 @@ def _append_all() -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
                     os.replace(path, path.with_name(path.name + ".1"))
-                with path.open("a", encoding="utf-8") as out:
+                with path.open("a", encoding="utf-8", errors="replace") as out:
                     out.write(text)
         finally:
             _WRITES.task_done()
