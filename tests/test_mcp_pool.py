@@ -187,6 +187,9 @@ async def test_stderr_goes_to_the_servers_log_file(pool: McpPool, tmp_path: Path
     await asyncio.to_thread(serverlog.flush)
     text = (tmp_path / "logs" / "notes.log").read_text()
     assert "starting" in text and "notes: the index is corrupt" in text
+    await pool.detach("lead")
+    await asyncio.to_thread(serverlog.flush)
+    assert (tmp_path / "logs" / "notes.log").read_text().endswith(" stopped\n")
 
 
 async def test_tools_a_server_adds_are_offered_once_it_says_so(

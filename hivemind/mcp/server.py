@@ -140,6 +140,7 @@ class ManagedServer:
                     await asyncio.shield(task)
             if not task.done():
                 task.cancel()
+        self.log.note("stopped")
         self._set(ServerStatus.STOPPED)
 
     def _unavailable(self) -> str:
