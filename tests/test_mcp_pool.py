@@ -216,3 +216,26 @@ async def test_the_sdks_complaints_go_to_the_servers_log_not_the_console(
     text = (tmp_path / "logs" / "notes.log").read_text()
     assert "mcp sdk error: Failed to parse JSONRPC message" in text
     assert "JSON" not in capfd.readouterr().err
+
+
+async def test_a_tool_name_a_model_cannot_take_is_offered_as_a_safe_one(
+        pool: McpPool, tmp_path: Path) -> None:
+    # lead's allow-list names the server's own names; scout may use every tool
+    await pool.attach("lead", {"notes": notes_spec(tools=["files.read", "lookup", "y" * 70])})
+    await pool.attach("scout", {"notes": notes_spec()})
+    assert (await pool.call("scout", "notes", "grow", {"name": "files.read"})).text == "grown"
+    assert (await pool.call("scout", "notes", "grow", {"name": "y" * 70})).text == "grown"
+    deadline = time.monotonic() + 30
+    while len(pool.tools_for("lead")) < 3:
+        assert time.monotonic() < deadline, pool.tools_for("lead")
+        await asyncio.sleep(0.05)
+    names = [t.full_name for t in pool.tools_for("lead")]
+    assert names[0] == "mcp__notes__files_read" and names[1] == "mcp__notes__lookup"
+    assert all(len(n) <= 64 and n.replace("_", "").isalnum() for n in names)
+    safe = {t.name for t in pool.tools_for("lead")}
+    for name in safe - {"lookup"}:
+        result = await pool.call("lead", "notes", name, {})
+        assert result.text in ("I am files.read", "I am " + "y" * 70), result.text
+    await asyncio.to_thread(serverlog.flush)
+    assert "its tool 'files.read' is offered as 'files_read'" in (
+        tmp_path / "logs" / "notes.log").read_text()

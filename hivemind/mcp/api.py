@@ -42,7 +42,8 @@ class McpTool:
 
     server: str
     name: str
-    """The server's own name for it."""
+    """The server's own name for it, unless the Messages API would refuse that (see
+    `names`): then a safe one, which `McpPool.call` takes and maps back."""
     description: str
     input_schema: dict[str, Any] = field(hash=False, compare=False)
 

@@ -84,7 +84,8 @@ class McpPool:
             if server is None or server.status != Status.READY:
                 continue
             allowed = None if spec.tools is None else set(spec.tools)
-            tools.extend(t for t in server.tools if allowed is None or t.name in allowed)
+            tools.extend(t for t in server.tools if allowed is None or t.name in allowed
+                         or server.own_name(t.name) in allowed)
         return tools
 
     async def call(self, agent: str, server: str, tool: str,
@@ -96,12 +97,12 @@ class McpPool:
             return McpResult(f"no MCP server `{server}` is named in the ROM of {agent}",
                              is_error=True)
         spec, key = entry
-        if spec.tools is not None and tool not in spec.tools:
-            return McpResult(f"the tool `{server}.{tool}` is not in this agent's allow-list "
-                             f"({', '.join(spec.tools) or 'empty'})", is_error=True)
         running = self._servers.get(key)
         if running is None:
             return McpResult(f"the server `{server}` is not running", is_error=True)
+        if spec.tools is not None and not {tool, running.own_name(tool)} & set(spec.tools):
+            return McpResult(f"the tool `{server}.{tool}` is not in this agent's allow-list "
+                             f"({', '.join(spec.tools) or 'empty'})", is_error=True)
         return await running.call(tool, dict(arguments or {}), limit=spec.timeout,
                                   max_chars=max_chars)
 

@@ -24,6 +24,7 @@ from hivemind.clock import utcnow
 from hivemind.mcp.api import McpResult, McpTool, ServerState, ServerStatus
 from hivemind.mcp.connection import CallTimedOut, Connection, ConnectionLost
 from hivemind.mcp.launch import HttpTarget, LaunchProblem, http_target, stdio_parameters
+from hivemind.mcp.names import safe_names
 from hivemind.mcp.results import bounded, to_result
 from hivemind.mcp.serverlog import ServerLog
 from hivemind.mcpspec import McpServerSpec
@@ -61,6 +62,7 @@ class ManagedServer:
         self.error: str | None = None
         self.restarts = 0
         self.tools: list[McpTool] = []
+        self._own: dict[str, str] = {}  # a tool's name as offered → the server's, if not
         """What it offers, by name (all of it: each agent's allow-list applies later)."""
         self._conn: Connection | None = None
         self._crashes: deque[float] = deque()
@@ -103,11 +105,12 @@ class ManagedServer:
         conn = self._conn
         if self.status != ServerStatus.READY or conn is None:
             return _error(self._unavailable())
-        if tool not in {t.name for t in conn.tools}:
-            offered = ", ".join(sorted(t.name for t in conn.tools)) or "none"
+        own = self.own_name(tool)
+        if own not in {t.name for t in conn.tools}:
+            offered = ", ".join(t.name for t in self.tools) or "none"
             return _error(f"the server `{self.name}` has no tool `{tool}` (it offers: {offered})")
         try:
-            raw = await conn.call(tool, arguments, limit)
+            raw = await conn.call(own, arguments, limit)
         except CallTimedOut:
             said = f"`{self.name}.{tool}` timed out after {limit:g} s"
             if await conn.answers(self.policy.ping):
@@ -151,11 +154,21 @@ class ManagedServer:
         why = f" after: {self.error}" if self.error else ""
         return f"the server `{self.name}` is not ready yet ({self.status.value}{why})"
 
+    def own_name(self, tool: str) -> str:
+        """The server's own name for the tool a model calls `tool` (see `names`)."""
+        return self._own.get(tool, tool)
+
     def _offered(self, tools: list[types.Tool]) -> None:
         """What the server offers now (at its start, and when it says it changed)."""
-        self.tools = sorted((McpTool(self.name, t.name, t.description or "",
-                                     dict(t.input_schema)) for t in tools),
-                            key=lambda t: t.name)
+        own = safe_names(self.name, (t.name for t in tools))
+        by_name = {t.name: t for t in tools}
+        self._own = {safe: name for safe, name in own.items() if safe != name}
+        self.tools = sorted((McpTool(self.name, safe, by_name[name].description or "",
+                                     dict(by_name[name].input_schema))
+                             for safe, name in own.items()), key=lambda t: t.name)
+        for safe, name in self._own.items():
+            self.log.note(f"its tool {name!r} is offered as {safe!r}: a model takes no "
+                          "other characters than letters, digits, _ and -, and 64 at most")
 
     def _notice_end(self) -> None:
         """A session that ended is no longer ready, before the supervisor wakes to it."""
