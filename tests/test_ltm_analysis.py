@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from hivemind.ltm.analysis import _WORD, fts_query, query_terms, words
 from hivemind.ltm.consolidation import block_importance, memorable
-from hivemind.ltm.importance import HeuristicRater, heuristic_importance, rate_batched
+from hivemind.ltm.importance import heuristic_importance
 from hivemind.ltm.jsonl import parse_time
 from hivemind.memory.blocks import HistoryBlock
 
@@ -63,28 +63,6 @@ def test_heuristic_importance_is_within_zero_and_one() -> None:
     assert heuristic_importance("") == 0.0
     text = "critical urgent decided failed password " * 20 + " My Anna 2024"
     assert 0.0 <= heuristic_importance(text) <= 1.0
-
-
-class WrongLengthRater:
-    async def rate(self, texts: list[str]) -> list[float]:
-        return [0.9]
-
-
-async def test_batched_rating_calls_the_rater_once_per_batch() -> None:
-    calls: list[int] = []
-
-    class Counting(HeuristicRater):
-        async def rate(self, texts):  # type: ignore[no-untyped-def]
-            calls.append(len(texts))
-            return [0.5] * len(texts)
-
-    assert await rate_batched(Counting(), ["a"] * 70, batch_size=32) == [0.5] * 70
-    assert calls == [32, 32, 6]
-
-
-async def test_a_wrong_length_answer_falls_back_to_the_heuristic() -> None:
-    got = await rate_batched(WrongLengthRater(), ["ok", "the build failed"])
-    assert got == [heuristic_importance("ok"), heuristic_importance("the build failed")]
 
 
 def test_block_importance_prefers_metadata() -> None:

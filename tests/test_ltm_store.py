@@ -327,28 +327,6 @@ def test_a_small_project_in_a_big_store_still_gets_all_its_matches(hive: Hive) -
     assert sorted(m.content for m in found) == [f"database note {i}" for i in range(3)]
 
 
-class KeywordRater:
-    """A model stand-in: anything mentioning 'outage' matters, the rest does not."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def rate(self, texts: Sequence[str]) -> list[float]:
-        self.calls += 1
-        return [0.95 if "outage" in t else 0.05 for t in texts]
-
-
-async def test_rerate_asks_the_model_once_for_many_memories(ltm: LongTermMemory) -> None:
-    a = ltm.remember("the outage was caused by DNS", agent="a", scope="global")
-    b = ltm.remember("lunch was nice", agent="a", scope="global")
-    rater = KeywordRater()
-    changes = await ltm.rerate(rater, [a.id, b.id])
-    assert rater.calls == 1
-    assert changes[a.id][1] == 0.95 and changes[b.id][1] == 0.05
-    stored = ltm.backend.get(a.id)
-    assert stored is not None and stored.importance == 0.95
-
-
 def test_importance_points_added_from_several_threads_at_once_are_all_counted(
     hive: Hive,
 ) -> None:

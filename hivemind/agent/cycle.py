@@ -25,6 +25,7 @@ from hivemind.agent.model_failure import fail_refused_tasks, note_model_error
 from hivemind.agent.pause import BudgetPause
 from hivemind.agent.perceive import Perception, perceive
 from hivemind.agent.prefix import PrefixReuse
+from hivemind.agent.rating import ImportanceRating
 from hivemind.agent.record import (
     CycleStart,
     DroppedEntry,
@@ -88,6 +89,7 @@ class Agent:
         self.last_error: str | None = None
         self.flushes = RecordFlushes(self.audit)
         self.pause = BudgetPause(name, services, self.working, self.audit)
+        self.rating = ImportanceRating(name)
         # The report of a cycle whose record is written, until the cycle returns it: a
         # stop that cuts the cycle after its record still counts it (`Daemon`).
         self.recorded: CycleReport | None = None
@@ -258,6 +260,15 @@ class Agent:
         self, cfg: AgentConfig, request: ModelRequest, report: CycleReport,
         task_ids: list[str], ctx: ToolContext, calls: list[dict[str, Any]], said: list[str],
     ) -> None:
+        """The model's rounds, then (unless to be retried) one rating request if due."""
+        await self._model_rounds(cfg, request, report, task_ids, ctx, calls, said)
+        if not report.retry:
+            await self._rate(cfg, report, ctx, task_ids)
+
+    async def _model_rounds(
+        self, cfg: AgentConfig, request: ModelRequest, report: CycleReport,
+        task_ids: list[str], ctx: ToolContext, calls: list[dict[str, Any]], said: list[str],
+    ) -> None:
         """Model call, its tool calls, and again, up to `max_steps` rounds or the round
         that ends its last task (`last_task_ended`). Logs calls and text as they come."""
         turns: list[Turn] = []
@@ -295,6 +306,21 @@ class Agent:
                 return
         if not self.tool_runner.progressed:  # with progress, the next cycle goes on
             report.error = f"stopped after max_steps={cfg.max_steps} rounds without progress"
+
+    async def _rate(
+        self, cfg: AgentConfig, report: CycleReport, ctx: ToolContext, task_ids: list[str]
+    ) -> None:
+        """One importance-rating request after the cycle's own calls, if due (`rating`)."""
+        spent = report.usage.total_input + report.usage.output_tokens
+        used, entry = await self.rating.after_cycle(
+            self.s.ltm, self.provider, cfg.model, spent, self.s.config.memory.rating_share,
+            self.s.model_slots,
+        )
+        if entry is not None:
+            ctx.effects.memories.append(entry)
+        if used.total_input + used.output_tokens:
+            report.usage = report.usage + used
+            self.budget.record(used.total_input + used.output_tokens, task_ids)
 
     async def _record_flushed(
         self, p: Perception, report: CycleReport, calls: list[dict[str, Any]]

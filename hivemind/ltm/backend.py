@@ -27,7 +27,7 @@ SCALAR_FIELDS: frozenset[str] = frozenset(
     {
         "id", "key", "content", "kind", "tier", "project", "agent", "task_id", "domain",
         "task_type", "importance", "created_at", "last_accessed", "access_count", "status",
-        "preference", "embedding_model", "scope",
+        "preference", "embedding_model", "scope", "importance_by",
     }
 )  # fmt: skip
 LIST_FIELDS: frozenset[str] = frozenset({"tags", "source_ids"})

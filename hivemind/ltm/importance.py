@@ -2,15 +2,13 @@
 
 The heuristic rewards what tends to be worth remembering — decisions, failures,
 preferences, commitments, concrete facts (names, numbers, dates) stated about
-oneself — and marks down chit-chat and bare questions. A model rater sees many
-texts in one call (`ImportanceRater.rate`) and answers on the same 0–1 scale.
+oneself — and marks down chit-chat and bare questions. The agent's own model later
+rates many such memories in one call (`hivemind.ltm.rating`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 from hivemind.ltm.analysis import words
 
@@ -60,35 +58,7 @@ def heuristic_importance(text: str) -> float:
     return round(min(1.0, max(0.0, score)), 3)
 
 
-@runtime_checkable
-class ImportanceRater(Protocol):
-    """Rates many texts in one go (one model call), each 0–1 in input order."""
-
-    async def rate(self, texts: Sequence[str]) -> list[float]: ...
-
-
-class HeuristicRater:
-    """`ImportanceRater` over `heuristic_importance`: free, offline, deterministic."""
-
-    async def rate(self, texts: Sequence[str]) -> list[float]:
-        return [heuristic_importance(t) for t in texts]
-
-
 def scale_points(importance: float) -> float:
     """Importance on the 1–10 scale of reflection thresholds (0 → 1, 1 → 10)."""
     return 1.0 + 9.0 * importance
 
-
-async def rate_batched(
-    rater: ImportanceRater, texts: Sequence[str], batch_size: int = 32
-) -> list[float]:
-    """Rate `texts` in batches; a batch answered with the wrong length gets the heuristic."""
-    out: list[float] = []
-    for start in range(0, len(texts), batch_size):
-        batch = list(texts[start : start + batch_size])
-        rated = await rater.rate(batch)
-        if len(rated) != len(batch):
-            # A model that skipped a line must not shift every later score.
-            rated = [heuristic_importance(t) for t in batch]
-        out.extend(min(1.0, max(0.0, float(x))) for x in rated)
-    return out

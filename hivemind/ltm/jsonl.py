@@ -4,8 +4,9 @@ One JSON object per line (UTF-8, a leading BOM and CRLF line ends accepted).
 `content` is required, at most `MAX_CONTENT_CHARS` characters and not blank
 (invisible characters alone count as blank); `id`, `timestamp` (ISO 8601),
 `importance` (0–1), `domain`, `task_type` and `tags` are optional. An export
-line also carries kind, tier, project, agent, task_id, status, preference,
-source_ids, last_accessed, access_count and goal_values, so it re-imports as is.
+line also carries importance_by (heuristic, model or given), kind, tier, project,
+agent, task_id, status, preference, source_ids, last_accessed, access_count and
+goal_values, so it re-imports as is.
 
 A memory's identity is its scope plus its id (see `scopes`): a line lands in the
 scope it names (`project`, `tier`, `task_id`; the import's `project` puts every line
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from hivemind.ltm.importance import heuristic_importance
 from hivemind.ltm.records import (
     MAX_CONTENT_CHARS,
+    ImportanceSource,
     ImportReport,
     MemoryKind,
     MemoryRecord,
@@ -84,6 +86,7 @@ class ImportLine(BaseModel):
     id: str | None = Field(default=None, min_length=1, max_length=200)
     timestamp: datetime | None = None
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    importance_by: ImportanceSource | None = None
     domain: str | None = None
     task_type: str | None = None
     tags: list[str] = Field(default_factory=list)
@@ -176,6 +179,7 @@ def export_line(record: MemoryRecord) -> dict[str, Any]:
         "content": record.content,
         "timestamp": record.created_at.isoformat(),
         "importance": record.importance,
+        "importance_by": record.importance_by and record.importance_by.value,
         "domain": record.domain,
         "task_type": record.task_type,
         "tags": record.tags,
@@ -195,8 +199,8 @@ def export_line(record: MemoryRecord) -> dict[str, Any]:
 
 # Line fields copied onto the record when the line gives them (not null).
 _COPIED = (
-    "content", "importance", "domain", "task_type", "tags", "kind", "agent", "task_id",
-    "status", "preference", "source_ids", "last_accessed", "access_count", "goal_values",
+    "content", "importance", "importance_by", "domain", "task_type", "tags", "kind", "agent",
+    "task_id", "status", "preference", "source_ids", "last_accessed", "access_count", "goal_values",
 )  # fmt: skip
 
 
@@ -219,6 +223,8 @@ def to_record(
     }
     fields: dict[str, Any] = stored.model_dump() if stored is not None else {}
     fields.update({name: given[name] for name in _COPIED if name in given})
+    if "importance" in given and "importance_by" not in given:
+        fields["importance_by"] = ImportanceSource.GIVEN
     if "timestamp" in given:
         fields["created_at"] = given["timestamp"]
     if "agent" not in given and agent:
@@ -228,7 +234,9 @@ def to_record(
             fields["id"] = line.id
         created = fields.setdefault("created_at", utcnow())
         fields.setdefault("last_accessed", created)
-        fields.setdefault("importance", heuristic_importance(line.content))
+        if "importance" not in fields:
+            fields["importance"] = heuristic_importance(line.content)
+            fields["importance_by"] = ImportanceSource.HEURISTIC
     tier, owner = _owner(line, stored, project)
     fields["tier"], fields["project"] = tier, owner if tier is not Tier.GLOBAL else None
     fields["key"] = generate_memory_key(

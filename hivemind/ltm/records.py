@@ -73,6 +73,17 @@ class MemoryStatus(StrEnum):
     """A global preference waiting for `hivemind memory approve ID`; never retrieved."""
 
 
+class ImportanceSource(StrEnum):
+    """How a memory's importance was set."""
+
+    HEURISTIC = "heuristic"
+    """Estimated from the text on the way in; waits for the agent's model to rate it."""
+    MODEL = "model"
+    """Rated by the writing agent's model (`hivemind.ltm.rating`)."""
+    GIVEN = "given"
+    """Stated by whoever wrote it: a person, an agent's `remember`, an import line."""
+
+
 class MemoryRecord(BaseModel):
     """One memory, as stored."""
 
@@ -90,6 +101,8 @@ class MemoryRecord(BaseModel):
     task_type: str | None = None
     tags: list[str] = Field(default_factory=list)
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    importance_by: ImportanceSource | None = None
+    """How `importance` was set (None: in a store from before this was kept)."""
     created_at: datetime = Field(default_factory=utcnow)
     last_accessed: datetime = Field(default_factory=utcnow)
     access_count: int = Field(default=0, ge=0)

@@ -159,7 +159,14 @@ _V6 = """
 CREATE INDEX memories_time ON memories (scope, created_at);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# v7: how each memory's importance was set (NULL: before this was kept); the
+# agent's model rates its heuristic ones, oldest first (`hivemind.ltm.rating`).
+_V7 = """
+ALTER TABLE memories ADD COLUMN importance_by TEXT;
+CREATE INDEX memories_unrated ON memories (agent, created_at) WHERE importance_by = 'heuristic';
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -31,7 +31,14 @@ from hivemind.ltm.analysis import fts_query
 from hivemind.ltm.backend import Filters, PruneCandidate, TaskEndFacts, order_keys
 from hivemind.ltm.inmemory import CONTENT_WEIGHT, LABEL_WEIGHT, label_text
 from hivemind.ltm.ledger import FACT_COLUMNS, Ledger
-from hivemind.ltm.records import MemoryKind, MemoryRecord, MemoryStatus, Tier, as_utc
+from hivemind.ltm.records import (
+    ImportanceSource,
+    MemoryKind,
+    MemoryRecord,
+    MemoryStatus,
+    Tier,
+    as_utc,
+)
 from hivemind.ltm.retention import EVICTABLE
 from hivemind.ltm.schema import SCHEMA_VERSION, migrate, schema_version
 from hivemind.ltm.scopes import by_scope
@@ -43,7 +50,7 @@ _COLUMNS = (
     "id", "key", "content", "kind", "tier", "project", "agent", "task_id", "domain",
     "task_type", "tags", "importance", "created_at", "last_accessed", "access_count",
     "source_ids", "status", "preference", "embedding_model", "embedding", "goal_values",
-    "scope", "labels",
+    "importance_by", "scope", "labels",
 )  # fmt: skip
 _SELECT = ", ".join(f"m.{c}" for c in _COLUMNS[:-2])
 _INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
@@ -152,7 +159,7 @@ class SQLiteBackend(TurnQueries):
         with self._db(write=True) as db:
             # Replacing = delete (the trigger unindexes) + insert; new rows are
             # then indexed in one statement, much faster than row by row.
-            for scope, ids in by_scope((row[21], row[0]) for row in rows).items():
+            for scope, ids in by_scope((row[22], row[0]) for row in rows).items():
                 self._delete_ids(db, ids, scope)
             top = db.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
             db.executemany(_INSERT, rows)
@@ -457,7 +464,7 @@ def _row(r: MemoryRecord) -> tuple[Any, ...]:
         r.domain, r.task_type, _json(r.tags), r.importance, r.created_at.timestamp(),
         r.last_accessed.timestamp(), r.access_count, _json(r.source_ids),
         r.status.value, int(r.preference), r.embedding_model, vector,
-        _json(r.goal_values), r.scope, label_text(r).strip(),
+        _json(r.goal_values), r.importance_by, r.scope, label_text(r).strip(),
     )  # fmt: skip
 
 
@@ -475,6 +482,7 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
         preference=bool(row[17]), embedding_model=row[18],
         embedding=list(array("f", vector)) if vector is not None else None,
         goal_values=json.loads(row[20]),
+        importance_by=None if row[21] is None else ImportanceSource(row[21]),
     )  # fmt: skip
 
 

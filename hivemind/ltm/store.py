@@ -22,12 +22,7 @@ from hivemind.ltm.approval import initial_status, tell_person
 from hivemind.ltm.backend import Filters, MemoryBackend, counting
 from hivemind.ltm.embeddings import Embedder
 from hivemind.ltm.goals import labels_filter
-from hivemind.ltm.importance import (
-    ImportanceRater,
-    heuristic_importance,
-    rate_batched,
-    scale_points,
-)
+from hivemind.ltm.importance import heuristic_importance, scale_points
 from hivemind.ltm.importing import import_lines
 from hivemind.ltm.jsonl import ImportSummary, export_line
 from hivemind.ltm.learning import TDParams, ValueLearner
@@ -160,6 +155,7 @@ class LongTermMemory:
             project=project if tier is not Tier.GLOBAL else None,
             agent=agent, task_id=task_id, domain=domain, task_type=task_type, tags=list(tags),
             importance=heuristic_importance(text) if importance is None else importance,
+            importance_by="heuristic" if importance is None else "given",
             created_at=now, last_accessed=now, source_ids=list(source_ids),
             preference=preference, status=status,
         )  # fmt: skip
@@ -187,19 +183,6 @@ class LongTermMemory:
         record.status = MemoryStatus.ACTIVE
         self.backend.add(record)
         return record
-
-    async def rerate(
-        self, rater: ImportanceRater, memory_ids: Sequence[str]
-    ) -> dict[str, tuple[float, float]]:
-        """Re-rate these memories' importance with a model, batched (one call per 32);
-        returns id → (old, new). Writes keep the free heuristic until then."""
-        records = self.backend.get_many(memory_ids)  # in every scope that has the id
-        rated = await rate_batched(rater, [r.content for r in records])
-        changes = {r.id: (r.importance, new) for r, new in zip(records, rated, strict=True)}
-        for record, new in zip(records, rated, strict=True):
-            record.importance = new
-        self.backend.add_many(records)
-        return changes
 
     # -- reading -----------------------------------------------------------------
     def recall(
