@@ -13,6 +13,7 @@ from rich.table import Table
 
 from hivemind.cli.common import HiveOption, JsonOption, console, err_console, fail
 from hivemind.cli.memory_import_cmd import import_cmd
+from hivemind.cli.memory_list import list_cmd, results_table, stored_importance
 from hivemind.cli.memory_store import EmbeddingsOption, agent_weights
 from hivemind.cli.memory_store import checked_project as _project
 from hivemind.cli.memory_store import open_store as _store
@@ -31,6 +32,7 @@ memory_app = typer.Typer(
     ),
     no_args_is_help=True,
 )
+memory_app.command("list", short_help="List memories, newest first.")(list_cmd)
 
 ProjectOption = Annotated[
     str | None,
@@ -52,7 +54,7 @@ def _time(value: str | None, what: str) -> datetime | None:
 
 
 def _result_json(m: ScoredMemory, with_content: bool = True) -> dict[str, Any]:
-    out = m.terms()
+    out = {**m.terms(), **stored_importance(m.record)}
     if with_content:
         out["content"] = m.content
     return out
@@ -146,14 +148,7 @@ def search_cmd(
             hint = "" if project else " (project memories need --project)"
             console.print(f"no memories match{hint}", highlight=False, soft_wrap=True)
             return
-        table = Table("#", "id", "score", "rel", "rec", "imp", "memory")
-        for rank, m in enumerate(found, start=1):
-            text = m.content if len(m.content) <= 160 else m.content[:159] + "…"
-            table.add_row(
-                str(rank), escape(m.id), f"{m.score:.3f}", f"{m.relevance:.2f}", f"{m.recency:.2f}",
-                f"{m.importance:.2f}", escape(text),
-            )  # fmt: skip
-        console.print(table)
+        console.print(results_table(found))
 
 
 def _batch_search(
