@@ -1,7 +1,7 @@
 """Reflection through the agent's model: questions from recent memories, then insights.
 
 Both steps are single tool-less calls; the answer is one item per line. The
-offline provider cannot reflect, so `offline` tells the store to skip it.
+offline provider calls no model: its agents reflect by `OfflineReflector`'s rules.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from hivemind.agent.audit import AuditLog
 from hivemind.agent.record import Reflection
 from hivemind.errors import ModelError
 from hivemind.llm.base import ModelRequest, Provider
+from hivemind.ltm.offline_reflection import OfflineReflector
 from hivemind.ltm.records import MemoryRecord
+from hivemind.ltm.reflection import Reflector
 from hivemind.ltm.store import LongTermMemory
 
 QUESTIONS_PROMPT = (
@@ -58,10 +60,11 @@ class ProviderReflector:
 
 async def reflect(ltm: LongTermMemory, reflector: ProviderReflector, project: str | None,
                   audit: AuditLog, cycle: int) -> None:
-    """Reflect when enough importance has gathered (never with the offline provider);
-    the audit log says what was written, or why nothing could be."""
+    """Reflect when enough importance has gathered (with the offline provider, by rules
+    that need no model); the audit log says what was written, or why nothing could be."""
+    chosen: Reflector = OfflineReflector() if reflector.offline else reflector
     try:
-        written = await ltm.maybe_reflect(reflector.agent, reflector, project=project)
+        written = await ltm.maybe_reflect(reflector.agent, chosen, project=project)
     except ModelError as exc:
         audit.append(Reflection(cycle=cycle, error=str(exc)))
         return
