@@ -353,6 +353,11 @@ class MemorySettings(BaseModel):
     reflect_offline: bool = False
     share_of_budget: float = Field(default=0.15, ge=0.0, le=0.9)
     consolidate_importance: float = Field(default=0.7, ge=0.0, le=1.0)
+    embeddings: Literal["auto", "off"] = Field(
+        default="auto",
+        description="agents also rank by sentence embeddings when an embeddings extra is "
+        "installed (auto), or never (off)",
+    )
     rating_share: float = Field(
         default=0.05, ge=0.0, le=0.5,
         description="share of an agent's tokens its model may spend rating the importance "

@@ -26,7 +26,8 @@ EmbeddingsOption = Annotated[
     bool,
     typer.Option(
         "--embeddings",
-        help="Also rank by sentence embeddings (needs hivemind's optional 'embeddings' extra).",
+        help="Also rank by sentence embeddings (needs the optional 'embeddings-lite' extra "
+        "and the model: see README, Embeddings).",
     ),
 ]
 
@@ -61,9 +62,9 @@ def open_store(
         config = load_hive_config(where)
         embedder = None
         if embeddings:
-            from hivemind.ltm.embeddings import MiniLMEmbedder
+            from hivemind.ltm.embeddings import load_embedder
 
-            embedder = MiniLMEmbedder()
+            embedder = load_embedder()
         with ExitStack() as stack:
             source: Hive | MemoryBackend = where
             if not write:

@@ -23,6 +23,7 @@ from hivemind.errors import StoreError
 from hivemind.fs.diskspace import has_space, is_full
 from hivemind.fs.sayonce import warn_once
 from hivemind.hive.layout import Hive
+from hivemind.ltm.embeddings import configured_embedder
 from hivemind.ltm.store import LongTermMemory
 from hivemind.settings import HiveConfig
 
@@ -88,7 +89,8 @@ class DiskGuard:
         """Open the long-term memory store into `services`; on a disk too full to open
         it, the agents start without it (said), and it opens once space is back."""
         try:
-            services.ltm = LongTermMemory(self.hive, config.memory, config.agents.retrieval)
+            services.ltm = LongTermMemory(self.hive, config.memory, config.agents.retrieval,
+                                          configured_embedder(config.memory.embeddings))
         except StoreError:
             try:
                 space = has_space(self.hive.state_dir)

@@ -35,6 +35,7 @@ from hivemind.hive.layout import Hive
 from hivemind.llm.base import Provider
 from hivemind.llm.offline import OfflineProvider
 from hivemind.llm.select import make_provider
+from hivemind.ltm.embeddings import configured_embedder
 from hivemind.ltm.store import LongTermMemory
 from hivemind.settings import HiveConfig
 
@@ -142,7 +143,8 @@ class _WorkerHost:
         services.board.on_load_change = self._moved
         services.mail_sent = lambda names: self._send(("mail", list(names)))
         services.figures = figures
-        services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval)
+        services.ltm = LongTermMemory(hive, config.memory, config.agents.retrieval,
+                                      configured_embedder(config.memory.embeddings))
         loop = asyncio.get_running_loop()
         try:
             services.counter.warm()  # not in the first cycle

