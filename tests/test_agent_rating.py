@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from typer.testing import CliRunner
+
+from hivemind.cli.app import app
 from hivemind.hive.layout import Hive
 from hivemind.llm.anthropic import AnthropicProvider
 from hivemind.ltm.rating import RATING_PROMPT, RatingBudget
@@ -95,6 +98,8 @@ def test_one_request_rates_the_cycles_memories_and_bad_lines_are_ignored(hive: H
     with LongTermMemory(hive) as ltm:
         budget = RatingBudget.load(ltm.backend, "worker")
     assert budget.rating_tokens == 305
+    shown = CliRunner().invoke(app, ["log", "worker", "--hive", str(hive.root)])
+    assert "importance rated by the model: 2 of 3 memories (305 tokens)" in shown.stdout
 
 
 def test_an_idle_hive_makes_no_request_even_with_memories_waiting(hive: Hive) -> None:

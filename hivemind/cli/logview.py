@@ -199,6 +199,12 @@ def memory_op(op: dict[str, Any]) -> str | None:
         return f"task {op.get('task_id')} ended: {', '.join(parts)}"
     if kind == "remember":
         return f"{op.get('status', 'stored')} {op.get('id')} ({op.get('tier', '?')})"
+    if kind == "rate":
+        asked, rated = len(op.get("asked") or []), len(op.get("rated") or {})
+        if op.get("error"):
+            return f"importance rating of {asked} memories failed: {op['error']}"
+        tokens = op.get("tokens")
+        return f"importance rated by the model: {rated} of {asked} memories ({tokens} tokens)"
     return None
 
 
