@@ -81,7 +81,9 @@ def print_table(name: str, figures: dict[str, dict[str, float]]) -> None:
 
 
 def cli(args: Sequence[str], hive: Path) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # This checkout first; a PYTHONPATH given stays after it (an extra's packages kept apart).
+    paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     command = [sys.executable, "-m", "hivemind", "memory", *args, "--hive", str(hive)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             from hivemind.ltm.embeddings import embeddings_installed
 
             if not embeddings_installed():
-                print("\nembeddings: not installed here (pip install 'hivemind[embeddings]')")
+                print("\nembeddings: not installed here (see README, Embeddings)")
             else:
                 ranked, _, took = run_cli(Path(tmp), turns, questions, embeddings=True)
                 figures["embeddings"] = table(ranked, questions)
