@@ -350,7 +350,11 @@ class MemorySettings(BaseModel):
     )
     """Capacity per scope, never store-wide: one project's writes never evict another's."""
     reflection_threshold: float = Field(default=150.0, gt=0)
-    reflect_offline: bool = False
+    reflect_offline: bool = Field(
+        default=True,
+        description="agents of the offline provider reflect by rule, without a model "
+        "(false: they never reflect)",
+    )
     share_of_budget: float = Field(default=0.15, ge=0.0, le=0.9)
     consolidate_importance: float = Field(default=0.7, ge=0.0, le=1.0)
     embeddings: Literal["auto", "off"] = Field(

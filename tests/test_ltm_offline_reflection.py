@@ -55,21 +55,30 @@ async def test_memories_that_share_no_topic_give_no_insight() -> None:
         assert await ltm.maybe_reflect("worker", OfflineReflector()) == []
 
 
-def test_an_offline_run_reflects_and_audits_it(hive: Hive) -> None:
-    # Reflection never ran with the offline provider: now its agents reflect by rule.
+def offline_run(hive: Hive, reflect_offline: bool) -> list[str]:
+    """An offline daemon run of an agent with memories enough to reflect; the insights."""
     write_agent(hive, "worker")
     write_task(hive, "t1", "Check why the deploy failed.")
     with LongTermMemory(hive) as ltm:
         fill(ltm)
     config = fast_config(hive)
     config.memory.reflection_threshold = 5.0
-
+    config.memory.reflect_offline = reflect_offline
     provider = CountingProvider()
     daemon = Daemon(hive, config, provider, RunOptions(until_idle=True, idle_settle=0.2))
     asyncio.run(asyncio.wait_for(daemon.run(), 30))
-
+    assert provider.requests  # the cycle ran
     with LongTermMemory(hive) as ltm:
-        insights = ltm.backend.query({"kind": MemoryKind.SEMANTIC})
-    assert insights and all(r.content.startswith(LABEL) for r in insights)
+        return [r.content for r in ltm.backend.query({"kind": MemoryKind.SEMANTIC})]
+
+
+def test_an_offline_run_reflects_and_audits_it(hive: Hive) -> None:
+    # Reflection never ran with the offline provider: now its agents reflect by rule.
+    insights = offline_run(hive, reflect_offline=True)
+    assert insights and all(text.startswith(LABEL) for text in insights)
     records = [json.loads(x) for x in hive.audit_path("worker").read_text().splitlines()]
     assert any(r["event"] == "reflection" and r.get("written") for r in records)
+
+
+def test_reflect_offline_false_keeps_offline_agents_from_reflecting(hive: Hive) -> None:
+    assert offline_run(hive, reflect_offline=False) == []

@@ -219,7 +219,8 @@ def seed_important(hive: Hive) -> None:
     ("[memory]\nreflect_offline = true\n", False),
     ("[memory]\nreflect_offline = true\nreflection_threshold = 1\n", True),
     ("[memory]\nreflection_threshold = 1\n", True),  # offline agents reflect by rule
-], ids=["threshold-default", "threshold-1", "offline-by-rule"])
+    ("[memory]\nreflect_offline = false\nreflection_threshold = 1\n", False),
+], ids=["threshold-default", "threshold-1", "offline-by-default", "offline-turned-off"])
 def test_reflection_settings_in_hive_toml_decide_whether_an_agent_reflects(
     hive: Hive, toml: str, reflects: bool
 ) -> None:

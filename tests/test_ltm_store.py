@@ -259,10 +259,11 @@ async def test_reflection_waits_for_the_importance_threshold(ltm: LongTermMemory
     assert await ltm.maybe_reflect("a", reflector) == []  # the count starts again
 
 
-async def test_the_offline_reflector_is_skipped_unless_asked(ltm: LongTermMemory) -> None:
+async def test_the_offline_reflector_is_skipped_when_turned_off(ltm: LongTermMemory) -> None:
     for i in range(10):
         ltm.remember(f"deploy note {i}", agent="a", scope="global", importance=1.0)
     offline = ScriptedReflector(offline=True)
+    ltm.settings = MemorySettings(reflection_threshold=20, reflect_offline=False)
     assert await ltm.maybe_reflect("a", offline) == []
     ltm.settings = MemorySettings(reflection_threshold=20, reflect_offline=True)
     assert len(await ltm.maybe_reflect("a", offline)) == 1

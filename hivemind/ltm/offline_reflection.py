@@ -36,6 +36,8 @@ def _topic_of(question: str) -> str | None:
 class OfflineReflector:
     """A `Reflector` that needs no model (see the module's docstring)."""
 
+    offline = True  # `[memory] reflect_offline = false` turns it off
+
     async def questions(self, memories: Sequence[MemoryRecord]) -> list[str]:
         counts = Counter(t for m in memories for t in _topics(m.content))
         shared = [(n, t) for t, n in counts.items() if n >= _MIN_MEMORIES]

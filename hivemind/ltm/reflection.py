@@ -26,7 +26,7 @@ REFLECTION_IMPORTANCE = 0.8
 @runtime_checkable
 class Reflector(Protocol):
     """The model side of reflection. A reflector with `offline = True` (the offline
-    provider) is skipped unless `[memory] reflect_offline` is set."""
+    provider's rules) is skipped when `[memory] reflect_offline` is false."""
 
     async def questions(self, memories: Sequence[MemoryRecord]) -> list[str]:
         """Salient high-level questions the memories raise."""
