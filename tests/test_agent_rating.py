@@ -165,3 +165,22 @@ def test_the_offline_provider_keeps_the_heuristic(hive: Hive) -> None:
     assert provider.requests  # the cycle ran
     assert not any(r.system.startswith(RATING_PROMPT[:40]) for r in provider.requests)
     assert stored(hive)["an unrated note"][1] is ImportanceSource.HEURISTIC
+
+
+def test_a_model_that_cannot_rate_soon_stops_being_asked(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    write_task(hive, "t1", "Note the weather.", front="project: apiary\n")
+    # Each cycle's one call spends 4,005 tokens: under the full 5 % a second request
+    # would fit after the first, but the first rated nothing, which halves the share.
+    model = NoteTaker(["It rained all morning."], "I think this one matters quite a lot.",
+                      agent_input=4_000, rating_input=100)
+    with FakeAnthropic() as api:
+        run(hive, model, api)
+        write_task(hive, "t2", "Note the weather again.", front="project: apiary\n")
+        model.notes = ["Sunny afternoon."]
+        run(hive, model, api)
+
+    assert len(model.ratings) == 1
+    with LongTermMemory(hive) as ltm:
+        budget = RatingBudget.load(ltm.backend, "worker")
+    assert budget.misses == 1 and budget.agent_tokens == 2 * 4_005

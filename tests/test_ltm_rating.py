@@ -131,6 +131,9 @@ def test_the_budget_is_kept_per_agent_and_survives_a_damaged_value(
     RatingBudget(agent_tokens=10_000, rating_tokens=120).save(ltm.backend, "bob")
     budget = RatingBudget.load(ltm.backend, "bob")
     assert budget.allowance(0.05) == 500 - 120
+    budget.misses = 2  # two requests in a row rated nothing: a quarter of the share
+    budget.save(ltm.backend, "bob")
+    assert RatingBudget.load(ltm.backend, "bob").allowance(0.05) == 125 - 120
     assert RatingBudget.load(ltm.backend, "ann") == RatingBudget()
     ltm.backend.meta_set("rating:bob", "{not json")
     assert RatingBudget.load(ltm.backend, "bob") == RatingBudget()

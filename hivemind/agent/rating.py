@@ -67,12 +67,14 @@ class ImportanceRating:
             async with slots:
                 response = await provider.complete(request)
         except ModelError as exc:  # the cycle's own work is done; the queue waits
+            budget.misses += 1
             await asyncio.to_thread(budget.save, ltm.backend, self.agent)
             return Usage(), {**entry, "error": str(exc)}
         used = response.usage
-        budget.rating_tokens += used.total_input + used.output_tokens
-        await asyncio.to_thread(budget.save, ltm.backend, self.agent)
         ratings = parse_ratings(response.text, len(batch))
+        budget.rating_tokens += used.total_input + used.output_tokens
+        budget.misses = 0 if ratings else budget.misses + 1
+        await asyncio.to_thread(budget.save, ltm.backend, self.agent)
         changed = await asyncio.to_thread(apply_ratings, ltm.backend, batch, ratings)
         entry["rated"] = {i: [old, new] for i, (old, new) in changed.items()}
         entry["tokens"] = used.total_input + used.output_tokens

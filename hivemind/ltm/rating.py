@@ -9,8 +9,10 @@ own, and rating stops while they exceed `[memory] rating_share` (5 %) of them.
 
 The model answers one `number: rating` line per memory on a 1–10 scale; a line that
 names no memory of the batch, a rating out of range or plain prose is ignored (the
-memory keeps waiting), never an error. A rating replaces the heuristic importance in
-SQLite, so retrieval ranks by it at once.
+memory keeps waiting), never an error. A request that rates nothing (or fails) halves
+the share until one rates again, so a model that cannot rate soon costs next to
+nothing. A rating replaces the heuristic importance in SQLite, so retrieval ranks by
+it at once.
 """
 
 from __future__ import annotations
@@ -52,22 +54,26 @@ class RatingBudget:
 
     agent_tokens: int = 0
     rating_tokens: int = 0
+    misses: int = 0
+    """Requests in a row that rated nothing (or failed): each halves the share."""
 
     def allowance(self, share: float) -> int:
         """Tokens a rating request may still spend (negative: over the budget)."""
-        return int(share * self.agent_tokens) - self.rating_tokens
+        return int(share / 2 ** min(self.misses, 16) * self.agent_tokens) - self.rating_tokens
 
     @classmethod
     def load(cls, backend: MemoryBackend, agent: str) -> RatingBudget:
         raw = backend.meta_get(_key(agent))
         try:
             data = json.loads(raw) if raw else {}
-            return cls(int(data.get("agent_tokens", 0)), int(data.get("rating_tokens", 0)))
+            return cls(int(data.get("agent_tokens", 0)), int(data.get("rating_tokens", 0)),
+                       int(data.get("misses", 0)))
         except (ValueError, TypeError, AttributeError):  # a damaged value: start again
             return cls()
 
     def save(self, backend: MemoryBackend, agent: str) -> None:
-        value = {"agent_tokens": self.agent_tokens, "rating_tokens": self.rating_tokens}
+        value = {"agent_tokens": self.agent_tokens, "rating_tokens": self.rating_tokens,
+                 "misses": self.misses}
         backend.meta_set(_key(agent), json.dumps(value))
 
 
