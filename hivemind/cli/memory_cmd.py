@@ -32,7 +32,6 @@ memory_app = typer.Typer(
     ),
     no_args_is_help=True,
 )
-memory_app.command("list", short_help="List memories, newest first.")(list_cmd)
 
 ProjectOption = Annotated[
     str | None,
@@ -123,7 +122,7 @@ def search_cmd(
 ) -> None:
     """Search long-term memory as an agent would (relevance, recency, importance).
 
-    Searching is read-only: it does not count as an access. With --json: one JSON array of results, best first ([] if none).
+    rel and rec are the score's terms; importance is the stored one and how it was set (given, heuristic or model). Searching is read-only: it does not count as an access. With --json: one JSON array of results, best first ([] if none).
     """  # noqa: E501
     if (query is None) == (queries is None):
         fail("give either a QUERY or --queries FILE")
@@ -193,6 +192,9 @@ def _batch_search(
             continue
         results = [_result_json(m, with_content=False) for m in found]
         print(json.dumps({"id": qid, "results": results}, ensure_ascii=False))
+
+
+memory_app.command("list", short_help="List memories, newest first.")(list_cmd)
 
 
 @memory_app.command("add")
