@@ -1,16 +1,19 @@
-"""Prompt size: the tokens of the request an agent of the example hive sends, by part.
+"""Prompt size: the tokens of the request each agent sends, by part, against the targets.
 
-The example hive is what `hivemind init` makes (one agent, `assistant`, and a
-knowledge note). Two requests, each built by the cycle's own code
-(`agent/inspect.py`'s `request_of`, what `hivemind inspect AGENT --request` shows):
-an idle agent with one mail ("Hello"), and a typical task. Tokens are counted with
-the runtime's own counter (tiktoken cl100k, what the context budget is counted in);
-the tools as the JSON the SDK sends. Then a run of the same hive with the offline
-provider: the share of each cycle's request a prompt cache could serve (the prefix
-it has in common with the request before it).
+Two hives: the repository's example hive (the one README's first command runs:
+agents lead, researcher and writer, its knowledge/ and tasks/) and a fresh
+`hivemind init` hive (one agent, `assistant`). For every agent, two requests built
+by the cycle's own code (`agent/inspect.py`'s `request_of`, what `hivemind inspect
+AGENT --request --json` shows): idle with one mail ("Hello", as `hivemind send`
+delivers it), and its first task (the example hive's tasks/, routed as the daemon
+would; the init hive: one task). Tokens are counted with the runtime's own counter
+(tiktoken cl100k, what the context budget is counted in): the tool specs as compact
+JSON, the system prompt, the context by entry type. Then a run of each hive with the
+offline provider: the share of each cycle's request a prompt cache could serve (the
+prefix it has in common with the same agent's request before it).
 
-    python bench/bench_prompt.py            # 12 tasks and 6 mails for the run
-    python bench/bench_prompt.py --quick    # 4 tasks and 2 mails
+    python bench/bench_prompt.py            # the runs: 12 tasks, 6 mails
+    python bench/bench_prompt.py --quick    # 4 tasks, 2 mails
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +44,8 @@ from hivemind.hive.scaffold import init_hive
 from hivemind.llm.offline import OfflineProvider
 from hivemind.memory.tokens import TokenCounter
 
-AGENT = "assistant"
-TASK = """\
+REPO = Path(__file__).resolve().parents[1]
+INIT_TASK = """\
 ---
 id: summarise-conventions
 title: Summarise the hive's conventions
@@ -54,21 +59,57 @@ how tasks are named, and how decisions are recorded. Finish with `complete_task`
 naming the file.
 """
 
-# Measured with this script at 5863453, before the leaner prompt (cl100k tokens).
-BEFORE: dict[str, dict[str, int]] = {
-    "idle": {"system": 661, "tools": 1597, "knowledge": 172, "message": 134, "status": 84,
-             "total": 2650},
-    "task": {"system": 661, "tools": 1597, "knowledge": 172, "task": 183, "status": 84,
-             "total": 2699},
+PARTS = ("system", "tools", "knowledge", "message", "task", "status", "other")
+
+# Measured with this script at 73fd9fa, before the last pass on the prompt (cl100k).
+BEFORE: dict[tuple[str, str, str], dict[str, int]] = {
+    ("example", "lead", "idle"): {"system": 648, "tools": 951, "knowledge": 548,
+                                  "message": 90, "status": 40, "total": 2279},
+    ("example", "lead", "task"): {"system": 648, "tools": 951, "knowledge": 548,
+                                  "task": 240, "status": 45, "total": 2434},
+    ("example", "researcher", "idle"): {"system": 538, "tools": 951, "knowledge": 548,
+                                        "message": 91, "status": 40, "total": 2170},
+    ("example", "researcher", "task"): {"system": 538, "tools": 951, "knowledge": 548,
+                                        "task": 206, "status": 45, "total": 2290},
+    ("example", "writer", "idle"): {"system": 543, "tools": 951, "knowledge": 294,
+                                    "message": 90, "status": 40, "total": 1920},
+    ("example", "writer", "task"): {"system": 543, "tools": 951, "knowledge": 294,
+                                    "task": 166, "status": 45, "total": 2001},
+    ("init", "assistant", "idle"): {"system": 542, "tools": 951, "knowledge": 153,
+                                    "message": 90, "status": 40, "total": 1778},
+    ("init", "assistant", "task"): {"system": 542, "tools": 951, "knowledge": 153,
+                                    "task": 173, "status": 45, "total": 1866},
 }
-BEFORE_PREFIX = "82% (min 76%)"  # the full run, at 5863453
+BEFORE_PREFIX = {"example": "82% (min 70%)", "init": "82% (min 73%)"}
 TARGETS = {"idle": 1800, "task": 2400}
 PREFIX_TARGET = 0.80
 
 
 def example_hive(root: Path) -> Hive:
-    """A fresh `hivemind init` hive."""
-    return init_hive(root)
+    """A copy of the repository's example hive: agents, knowledge, mailboxes (and its
+    hive.toml, if it has one); no tasks."""
+    root.mkdir(parents=True)
+    for name in ("agents", "knowledge", "mailboxes"):
+        shutil.copytree(REPO / name, root / name)
+    if (REPO / "hive.toml").is_file():
+        shutil.copy2(REPO / "hive.toml", root / "hive.toml")
+    (root / "tasks").mkdir()
+    return Hive(root)
+
+
+def example_tasks(hive: Hive) -> None:
+    for path in sorted((REPO / "tasks").glob("*.md")):
+        shutil.copy2(path, hive.tasks_dir / path.name)
+
+
+def init_tasks(hive: Hive) -> None:
+    (hive.tasks_dir / "summarise-conventions.md").write_text(INIT_TASK)
+
+
+HIVES: dict[str, tuple[Callable[[Path], Hive], Callable[[Hive], None]]] = {
+    "example": (example_hive, example_tasks),
+    "init": (init_hive, init_tasks),
+}
 
 
 def parts(request: dict[str, Any], counter: TokenCounter) -> dict[str, int]:
@@ -77,49 +118,84 @@ def parts(request: dict[str, Any], counter: TokenCounter) -> dict[str, int]:
     out = {"system": counter.count(request["system"]), "tools": counter.count(tools)}
     for entry in json.loads(request["context"]):
         kind = entry["metadata"]["type"]
+        kind = kind if kind in PARTS else "other"
         text = json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
         out[kind] = out.get(kind, 0) + counter.count(text)
     out["total"] = out["system"] + out["tools"] + counter.count(request["context"])
     return out
 
 
-def measure_requests(base: Path, counter: TokenCounter) -> dict[str, dict[str, int]]:
-    idle = example_hive(base / "idle")
-    PostOffice(idle).send(HUMAN, AGENT, "", "Hello")
-    working = example_hive(base / "task")
-    (working.tasks_dir / "summarise-conventions.md").write_text(TASK)
-    return {
-        "idle": parts(asyncio.run(request_of(idle, AGENT)), counter),
-        "task": parts(asyncio.run(request_of(working, AGENT)), counter),
-    }
+def measure_requests(base: Path, counter: TokenCounter) -> dict[tuple[str, str, str],
+                                                                  dict[str, int]]:
+    """(hive, agent, idle|task) → tokens by part."""
+    out: dict[tuple[str, str, str], dict[str, int]] = {}
+    for hive_name, (make, add_tasks) in HIVES.items():
+        for agent in make(base / f"{hive_name}-names").agent_names():
+            idle = make(base / f"{hive_name}-{agent}-idle")
+            PostOffice(idle).send(HUMAN, agent, "", "Hello")
+            working = make(base / f"{hive_name}-{agent}-task")
+            add_tasks(working)
+            for case, hive in (("idle", idle), ("task", working)):
+                out[hive_name, agent, case] = parts(asyncio.run(request_of(hive, agent)),
+                                                    counter)
+    return out
 
 
-def prefix_reuse(base: Path, tasks: int, mails: int) -> list[float]:
-    """The cacheable share of each cycle's request (after the first), over a run of the
-    example hive given its tasks one after another (the first `mails` with a mail)."""
-    hive = example_hive(base / "run")
+def prefix_reuse(base: Path, hive_name: str, tasks: int, mails: int) -> list[float]:
+    """The cacheable share of each cycle's request (after an agent's first), over a run
+    of the hive given its own first task(s), then `tasks` tasks one after another, each
+    assigned to the next agent in turn (the first `mails` with a mail to that agent)."""
+    make, add_tasks = HIVES[hive_name]
+    hive = make(base / f"run-{hive_name}")
     config = load_hive_config(hive)
     config.daemon.settle_time = 0.0
     reports: list[CycleReport] = []
-    daemon = Daemon(hive, config, OfflineProvider(), RunOptions(), on_cycle=reports.append)
+    daemon = Daemon(hive, config, OfflineProvider(), RunOptions(workers=1),
+                    on_cycle=reports.append)
+    names = hive.agent_names()
+
+    async def settle(done: Callable[[], bool], running: asyncio.Task[None]) -> None:
+        for _ in range(3000):
+            if done() or running.done():
+                return
+            await asyncio.sleep(0.01)
 
     async def run() -> None:
         running = asyncio.create_task(daemon.run())
+        add_tasks(hive)  # the hive's own first
         for i in range(tasks):
+            agent = names[i % len(names)]
             if i < mails:
-                PostOffice(hive).send(HUMAN, AGENT, f"question {i}", "Where do outputs go?")
+                PostOffice(hive).send(HUMAN, agent, f"question {i}", "Where do outputs go?")
             (hive.tasks_dir / f"t{i}.md").write_text(
-                f"# Summarise note {i}\n\nWrite workspace/t{i}.md: what knowledge/ says.\n")
-            done = hive.done_dir / f"t{i}.md"
-            for _ in range(1000):
-                if done.is_file() or running.done():
-                    break
-                await asyncio.sleep(0.01)
+                f"---\nassignee: {agent}\n---\n# Summarise note {i}\n\n"
+                f"Write workspace/t{i}.md: what knowledge/ says.\n")
+            await settle((hive.done_dir / f"t{i}.md").is_file, running)
         daemon.stop("bench done")
         await running
 
     asyncio.run(run())
     return [r.prefix_reuse for r in reports if r.prefix_reuse is not None]
+
+
+def _n(value: int | None) -> str:
+    return f"{value:,}" if value else "–"
+
+
+def request_table(now: dict[tuple[str, str, str], dict[str, int]]) -> Table:
+    table = Table(title="request tokens by part (cl100k): before → now")
+    for col in ("hive", "agent", "request", *PARTS, "total", "target"):
+        table.add_column(col, justify="left" if col in ("hive", "agent", "request") else "right")
+    for key, got in now.items():
+        before = BEFORE.get(key, {})
+        cells = []
+        for part in (*PARTS, "total"):
+            b, g = before.get(part), got.get(part)
+            cells.append(_n(g) if b is None or b == g else f"{_n(b)} → {_n(g)}")
+        target = TARGETS[key[2]]
+        verdict = "ok" if got["total"] <= target else "OVER"
+        table.add_row(*key, *cells, f"≤ {target:,} {verdict}")
+    return table
 
 
 def main() -> None:
@@ -129,28 +205,21 @@ def main() -> None:
     counter = TokenCounter()
     with tempfile.TemporaryDirectory(prefix="bench-prompt-") as tmp:
         now = measure_requests(Path(tmp), counter)
-        reuse = prefix_reuse(Path(tmp), 4 if args.quick else 12, 2 if args.quick else 6)
-
-    table = Table(title=f"request tokens by part (cl100k), example hive, agent {AGENT}")
-    table.add_column("part")
-    for name in ("idle", "task"):
-        table.add_column(f"{name}: before", justify="right")
-        table.add_column(f"{name}: now", justify="right")
-        table.add_column(f"{name}: target", justify="right")
-    rows = ["system", "tools"]
-    rows += sorted({k for r in (*now.values(), *BEFORE.values()) for k in r} - {*rows, "total"})
-    for row in [*rows, "total"]:
-        cells = []
-        for name in ("idle", "task"):
-            before, got = BEFORE[name].get(row), now[name].get(row)
-            target = f"≤ {TARGETS[name]:,}" if row == "total" else ""
-            cells += [f"{before:,}" if before else "–", f"{got:,}" if got else "–", target]
-        table.add_row(f"context: {row}" if row not in ("system", "tools", "total") else row,
-                      *cells)
-    shown = f"{statistics.median(reuse):.0%} (min {min(reuse):.0%})" if reuse else "n/a"
-    table.add_row("cacheable prefix, median over cycles", BEFORE_PREFIX, shown,
-                  f"≥ {PREFIX_TARGET:.0%}", "", f"{len(reuse)} cycles", "")
-    Console(width=130).print(table)
+        reuse = {name: prefix_reuse(Path(tmp), name, 4 if args.quick else 12,
+                                    2 if args.quick else 6)
+                 for name in HIVES}
+    console = Console(width=160)
+    console.print(request_table(now))
+    prefix = Table(title="cacheable prefix over consecutive cycles of an agent (offline run)")
+    for col in ("hive", "before", "now: median (min)", "cycles", "target"):
+        prefix.add_column(col)
+    for name, shares in reuse.items():
+        shown = (f"{statistics.median(shares):.0%} (min {min(shares):.0%})"
+                 if shares else "n/a")
+        ok = "ok" if shares and statistics.median(shares) >= PREFIX_TARGET else "UNDER"
+        prefix.add_row(name, BEFORE_PREFIX.get(name, "–"), shown, str(len(shares)),
+                       f"≥ {PREFIX_TARGET:.0%} {ok}")
+    console.print(prefix)
 
 
 if __name__ == "__main__":
