@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from hivemind.durations import Seconds
 from hivemind.mcpspec import SERVER_NAME, TOOL_PREFIX, McpServerSpec
@@ -392,8 +399,21 @@ class HiveConfig(BaseModel):
 
     @field_validator("pricing")
     @classmethod
-    def _over_the_built_in_prices(cls, given: dict[str, Price]) -> dict[str, Price]:
-        """A `[pricing."<model>"]` table sets that model's price; the other models keep
-        theirs (one local model's price made every Claude model unpriced)."""
-        return {**DEFAULT_PRICES, **given}
+    def _over_the_built_in_prices(
+        cls, given: dict[str, Price], info: ValidationInfo
+    ) -> dict[str, Price]:
+        """A `[pricing."<model>"]` table sets that model's price, `<model>` an id or an
+        alias of `[models]` (the price is the id's); the other models keep theirs (one
+        local model's price made every Claude model unpriced)."""
+        aliases = info.data.get("models", DEFAULT_MODEL_ALIASES)
+        priced: dict[str, Price] = {}
+        named: dict[str, str] = {}
+        for key, price in given.items():
+            model = resolve_model(key, aliases)
+            if model in named:
+                raise ValueError(f"{named[model]!r} and {key!r} are the same model "
+                                 f"({model}): give its price once")
+            named[model] = key
+            priced[model] = price
+        return {**DEFAULT_PRICES, **priced}
     memory: MemorySettings = Field(default_factory=MemorySettings)
