@@ -107,7 +107,7 @@ class HabitModel:
             meta = e["metadata"]
             if meta.get("type") != "message" or meta.get("read") or meta["from"] == "human":
                 continue
-            calls.extend(self._on_mail(mind, meta, e["content"], first=is_first_round(body)))
+            calls.extend(self._on_mail(mind, e["id"], meta, first=is_first_round(body)))
         for tid, title in tasks:
             if tid in mind.ended:
                 continue
@@ -136,9 +136,9 @@ class HabitModel:
             elif block.get("is_error") and "refused" in result:
                 mind.thread_cut = True
 
-    def _on_mail(self, mind: _Mind, meta: dict[str, Any], text: str,
+    def _on_mail(self, mind: _Mind, mid: str, meta: dict[str, Any],
                  *, first: bool) -> list[dict[str, Any]]:
-        mid, task = meta.get("message_id"), meta.get("task")
+        task = meta.get("task")
         if mid in mind.replied or not first:
             return []
         mind.replied.add(mid)

@@ -51,13 +51,11 @@ def task(task_id: str, status: str = "active", **extra: Any) -> dict[str, Any]:
 
 def message(msg_id: str, sender: str, subject: str, read: bool = False) -> dict[str, Any]:
     return entry(
-        f"msg:{msg_id}",
+        f"msg:{msg_id}.md",  # an entry names its mail by its id; no message_id, no `to`
         "Hello",
         type="message",
-        message_id=msg_id,
         subject=subject,
         read=read,
-        to="ada",
         **{"from": sender},
     )
 
@@ -163,7 +161,7 @@ async def test_unread_human_mail_gets_exactly_one_reply() -> None:
                 "to": "human",
                 "subject": "[offline] Re: Status?",
                 "body": response.tool_calls[0].input["body"],
-                "in_reply_to": "m1",
+                "in_reply_to": "msg:m1.md",  # the entry's id: send_message takes it
             },
         )
     ]

@@ -130,7 +130,7 @@ class _Plan:
             if kind == "task" and meta.get("status") == "active":
                 self._task(entry, meta)
             elif kind == "message" and not meta.get("read", False):
-                self._reply(meta)
+                self._reply(str(entry.get("id") or ""), meta)
         return self.calls
 
     def _task(self, entry: dict[str, Any], meta: dict[str, Any]) -> None:
@@ -208,7 +208,7 @@ class _Plan:
         ]
         return "\n".join(lines)
 
-    def _reply(self, meta: dict[str, Any]) -> None:
+    def _reply(self, entry_id: str, meta: dict[str, Any]) -> None:
         sender = str(meta.get("from") or "")
         subject = str(meta.get("subject") or "").strip()
         # Never answer another offline reply: two offline agents would ping-pong forever.
@@ -223,8 +223,8 @@ class _Plan:
                 f"{self.agent} received your message {subject or '(no subject)'!r}."
             ),
         }
-        if meta.get("message_id"):
-            reply["in_reply_to"] = str(meta["message_id"])
+        if entry_id:  # the entry's id names the mail
+            reply["in_reply_to"] = entry_id
         if meta.get("task"):
             reply["task"] = str(meta["task"])
         self.add("send_message", reply)

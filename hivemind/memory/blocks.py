@@ -105,6 +105,10 @@ class MemoryBlockBase(BaseModel):
     compressible: ClassVar[bool] = True  # False: sent whole or not at all
     # Its inline text is made of str fields only: the same fields, the same text.
     text_of_fields: ClassVar[bool] = False
+    # Keys of `metadata` the runtime keeps for itself: the model is never sent them.
+    private_metadata: ClassVar[frozenset[str]] = frozenset()
+    # False: its entry shows no time (one that tells the model nothing it acts on).
+    timed: ClassVar[bool] = True
 
     id: str = ""
     priority: Priority = Priority.MEDIUM
@@ -138,6 +142,10 @@ class MemoryBlockBase(BaseModel):
     def envelope_extra(self) -> int:
         """Estimated tokens that `type_metadata` adds to the block's JSON envelope."""
         return 0
+
+    def said_by_content(self, meta: dict[str, Any], text: str) -> list[str]:
+        """Keys of the entry's metadata that its `text` already says (left out of it)."""
+        return []
 
     def is_expired(self, now: datetime | None = None) -> bool:
         return self.expiry is not None and (now or utcnow()) >= self.expiry
@@ -303,6 +311,8 @@ class MessageBlock(MemoryBlockBase):
 
     rank: ClassVar[int] = 6
     text_of_fields: ClassVar[bool] = True
+    # The entry's id names the mail; send_message's `in_reply_to` takes it.
+    private_metadata: ClassVar[frozenset[str]] = frozenset({"message_id"})
 
     @model_validator(mode="after")
     def _default_id(self) -> MessageBlock:
@@ -323,9 +333,9 @@ class MessageBlock(MemoryBlockBase):
         return f"{self.subject} {self.preview}"
 
     def type_metadata(self) -> dict[str, Any]:
+        # Not `to`: the mail is in the agent's own mailbox.
         meta: dict[str, Any] = {
             "from": self.from_agent,
-            "to": self.to_agent,
             "subject": self.subject,
             "read": self.read,
         }
@@ -334,7 +344,7 @@ class MessageBlock(MemoryBlockBase):
         return meta
 
     def envelope_extra(self) -> int:
-        return 30 + (len(self.subject) + len(self.from_agent) + len(self.to_agent)) // 3
+        return 24 + (len(self.subject) + len(self.from_agent)) // 3
 
 
 class KnowledgeBlock(MemoryBlockBase):
@@ -348,6 +358,11 @@ class KnowledgeBlock(MemoryBlockBase):
 
     rank: ClassVar[int] = 1
     stable: ClassVar[bool] = True
+    # Its size guesses its tokens before it is read; its text is what the model gets.
+    private_metadata: ClassVar[frozenset[str]] = frozenset({"bytes"})
+    # A note is shown as it is now: when it was last edited changes nothing the model
+    # does, and an edit that leaves the text as it was keeps the cached prefix.
+    timed: ClassVar[bool] = False
 
     @model_validator(mode="after")
     def _default_id(self) -> KnowledgeBlock:
@@ -369,6 +384,11 @@ class KnowledgeBlock(MemoryBlockBase):
 
     def envelope_extra(self) -> int:
         return 4 + len(self.topic) // 3
+
+    def said_by_content(self, meta: dict[str, Any], text: str) -> list[str]:
+        # The topic is the note's first heading: said again when the text opens with it.
+        topic = meta.get("topic")
+        return ["topic"] if topic and text.startswith(f"# {topic}\n") else []
 
 
 class HistoryBlock(MemoryBlockBase):

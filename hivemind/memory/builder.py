@@ -144,7 +144,7 @@ class _Part:
     encoded: str
     order: tuple[int, str]
     dict: dict[str, Any] = field(default_factory=dict)
-    stamp: str | None = None  # the rendered timestamp (None: the metadata names its own)
+    stamp: str | None = None  # the rendered timestamp (None: none shown, or the metadata's)
     cap: int | None = None  # the compression cap it was rendered under (`block_cap`)
 
     def restamped(self, block: AnyBlock) -> _Part:
@@ -300,12 +300,20 @@ class ContextBuilder:
                 note = "compressed"
         if escaped is None:
             escaped = self._escape(text, digest)
-        stamp: str | None = _stamp(block)
-        meta: dict[str, Any] = {"type": _TYPE_NAMES[block.type], "timestamp": stamp}
-        meta.update(block.metadata)
+        stamp: str | None = _stamp(block) if block.timed else None
+        meta: dict[str, Any] = {"type": _TYPE_NAMES[block.type]}
+        if stamp is not None:
+            meta["timestamp"] = stamp
+        private = block.private_metadata
+        if private:
+            meta.update((k, v) for k, v in block.metadata.items() if k not in private)
+        else:
+            meta.update(block.metadata)
         meta.update(block.type_metadata())
-        if meta["timestamp"] is not stamp:  # the metadata has a timestamp of its own
+        if meta.get("timestamp") is not stamp:  # the metadata has a timestamp of its own
             stamp = None
+        for said in block.said_by_content(meta, text):
+            del meta[said]
         if decoded is not None:  # the model should not take its odd characters as data
             meta["encoding"] = f"{decoded} (not UTF-8)"
         if note is not None:

@@ -23,7 +23,7 @@ class SendMessageInput(BaseModel):
     )
     subject: str = Field(default="", max_length=200)
     body: str = Field(min_length=1, max_length=100_000)
-    in_reply_to: str | None = Field(default=None, description="message_id answered")
+    in_reply_to: str | None = Field(default=None, description="id of the mail answered")
     task: str | None = Field(default=None, description="task id it is about")
 
 
@@ -37,8 +37,7 @@ async def send_message(ctx: ToolContext, args: SendMessageInput) -> str:
         raise ToolError("you cannot send mail to yourself; keep notes in workspace/ instead")
     fields: dict[str, str] = {}
     if args.in_reply_to:
-        fields["in_reply_to"] = args.in_reply_to
-        fields["thread"] = _thread_of(ctx, args.in_reply_to)
+        fields["in_reply_to"], fields["thread"] = _answered(ctx, args.in_reply_to)
     if args.task:
         fields["task"] = args.task
     key = thread_key(fields.get("thread"), args.task, args.subject)
@@ -64,12 +63,18 @@ async def send_message(ctx: ToolContext, args: SendMessageInput) -> str:
     return f"delivered to {', '.join(recipients)}"
 
 
-def _thread_of(ctx: ToolContext, message_id: str) -> str:
-    """The thread of the message answered (from the mail in view), else its id."""
+def _answered(ctx: ToolContext, given: str) -> tuple[str, str]:
+    """(message id, thread) of the mail answered, named by its entry's id (`msg:<file>`,
+    what the model is shown) or by its message id: from the mail in view, else the id
+    the entry's name carries (the thread: the message's own id)."""
     for block in ctx.working.by_type(BlockType.MESSAGE):
-        if isinstance(block, MessageBlock) and block.metadata.get("message_id") == message_id:
-            return str(block.metadata.get("thread") or message_id)
-    return message_id
+        if isinstance(block, MessageBlock) and given in (block.id,
+                                                         block.metadata.get("message_id")):
+            message_id = str(block.metadata.get("message_id") or given)
+            return message_id, str(block.metadata.get("thread") or message_id)
+    if given.startswith("msg:"):
+        given = given.removeprefix("msg:").removesuffix(".md")
+    return given, given
 
 
 MESSAGING_TOOLS: list[Tool[Any]] = [

@@ -1,0 +1,113 @@
+"""Context entries without the fields that tell the model nothing it can act on, and
+the information those fields carried still where the model needs it.
+
+Left out: a mail's `message_id` (its entry id names it, and send_message's
+`in_reply_to` takes that id), a mail's `to` (it is in the agent's own mailbox), a
+note's `bytes` (its text is the entry), its time (a note is shown as it is now) and
+its topic when its text opens with that heading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+import pytest
+
+from hivemind.agent.inspect import request_of
+from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.mailbox import Mailbox, PostOffice
+from tests import scripted_model
+from tests.fake_anthropic import FakeAnthropic, Reply
+from tests.helpers import run_until_idle, write_agent
+
+
+def entries(hive: Hive, agent: str) -> list[dict[str, Any]]:
+    return list(json.loads(asyncio.run(request_of(hive, agent))["context"]))
+
+
+def test_a_mail_entry_carries_no_message_id_nor_to(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    PostOffice(hive).send(HUMAN, "worker", "Figures", "How many?", id="m1-human")
+    [mail] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "message"]
+    assert mail["id"] == "msg:m1-human.md"  # the id names the mail...
+    assert mail["metadata"] == {"type": "message", "timestamp": mail["metadata"]["timestamp"],
+                                "from": HUMAN, "subject": "Figures"}  # ...said once
+
+
+@pytest.mark.parametrize(
+    ("thread", "answered_by"),
+    [
+        pytest.param(None, "entry-id", id="by-entry-id"),
+        pytest.param("th-7", "entry-id", id="in-its-thread"),
+        pytest.param(None, "message-id", id="by-message-id"),
+    ],
+)
+def test_a_mail_is_answered_by_the_id_its_entry_shows(
+    hive: Hive, thread: str | None, answered_by: str
+) -> None:
+    write_agent(hive, "worker")
+    fields = {"thread": thread} if thread else {}
+    PostOffice(hive).send(HUMAN, "worker", "Figures", "How many?", id="m1-human", **fields)
+
+    def model(body: Any) -> Reply:
+        if not scripted_model.is_first_round(body):
+            return scripted_model.text_reply("answered")
+        [mail] = [e for e in scripted_model.context_entries(body)
+                  if e["metadata"]["type"] == "message"]
+        named = mail["id"] if answered_by == "entry-id" else "m1-human"
+        return Reply(body=scripted_model.message_body([scripted_model.tool_use(
+            1, "send_message", to=mail["metadata"]["from"], body="Forty-two.",
+            in_reply_to=named)]))
+
+    with FakeAnthropic() as api:
+        api.responder = model
+        run_until_idle(hive, scripted_model.provider(api))
+    [reply] = Mailbox(hive, HUMAN).unread()
+    assert reply.message.body == "Forty-two."
+    assert reply.message.in_reply_to == "m1-human"  # the message id, as before
+    assert reply.message.thread == (thread or "m1-human")
+
+
+def test_a_note_entry_is_its_text_under_its_path(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    text = "# Refunds\n\nWithin 30 days.\n"
+    (hive.knowledge_dir / "refunds.md").write_text(text)
+    [note] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "knowledge"]
+    # The path is the id, the topic its first line, its size that of the content.
+    assert note == {"id": "knowledge/refunds.md", "content": text,
+                    "metadata": {"type": "knowledge"}}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("---\nowner: ann\n---\n# Refunds\n\nWithin 30 days.\n", id="front-matter"),
+        pytest.param("Read this first.\n\n# Refunds\n\nWithin 30 days.\n", id="heading-later"),
+    ],
+)
+def test_a_note_whose_text_does_not_open_with_its_topic_keeps_it(
+    hive: Hive, text: str
+) -> None:
+    write_agent(hive, "worker")
+    (hive.knowledge_dir / "refunds.md").write_text(text)
+    [note] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "knowledge"]
+    assert note["metadata"]["topic"] == "Refunds"
+
+
+def test_a_note_touched_but_unchanged_leaves_the_request_as_it_was(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    note = hive.knowledge_dir / "refunds.md"
+    note.write_text("# Refunds\n\nWithin 30 days.\n")
+    PostOffice(hive).send(HUMAN, "worker", "Figures", "How many?", id="m1-human")
+    before = asyncio.run(request_of(hive, "worker"))
+    st = note.stat()
+    os.utime(note, (st.st_atime + 3600, st.st_mtime + 3600))  # saved again, same text
+    after = asyncio.run(request_of(hive, "worker"))
+    assert after["context_stable_chars"] == before["context_stable_chars"]
+    stable = before["context"][: before["context_stable_chars"]]
+    assert after["context"].startswith(stable)  # the cached prefix holds
+    note.write_text("# Refunds\n\nWithin 60 days.\n")  # an edit is seen at once
+    assert "Within 60 days." in asyncio.run(request_of(hive, "worker"))["context"]
