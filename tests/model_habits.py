@@ -28,7 +28,7 @@ from typing import Any
 from tests.fake_anthropic import Reply, message_body
 from tests.scripted_model import context_entries, is_first_round
 
-_AGENT = re.compile(r"You are ([^\s,(]+)")  # "You are NAME (role), one agent of a hive"
+_AGENT = re.compile(r"You are ([^\s,(]+)")  # "You are NAME (role), an agent of a hive"
 _CREATED = re.compile(r"created task (\S+)")
 
 

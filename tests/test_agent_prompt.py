@@ -22,7 +22,7 @@ def test_the_model_gets_the_roms_instructions_without_its_front_matter(hive: Hiv
     run_until_idle(hive, provider)
 
     system = provider.requests[0].system
-    assert system.startswith("You are ann (ann of the test hive), one agent of a hive")
+    assert system.startswith("You are ann (ann of the test hive), an agent of a hive")
     assert system.endswith("# Your ROM (agents/ann/ROM.md)\n\nYou are ann.\n\nEND-OF-ROM\n")
     for setting in ("heartbeat", "skills:", "routes unassigned", "role:", "---"):
         assert setting not in system
@@ -40,3 +40,29 @@ def test_the_model_gets_the_roms_instructions_without_its_front_matter(hive: Hiv
 def test_instructions_are_the_rom_less_its_front_matter(rom: str, said: str) -> None:
     assert instructions(rom) == said
     assert system_prompt("x", rom).endswith(said)
+
+
+@pytest.mark.parametrize(
+    ("role", "said"),
+    [
+        ("lead — splits work into tasks", "splits work into tasks"),
+        ("Lead: splits work", "splits work"),
+        ("lead - splits work", "splits work"),
+        ("lead-writer of docs", "lead-writer of docs"),  # a compound word
+        ("leader of the team", "leader of the team"),  # another word, not the name
+        ("lead", "lead"),  # nothing but the name: kept
+    ],
+    ids=["dash", "colon-any-case", "hyphen", "compound", "longer-word", "name-only"],
+)
+def test_a_role_is_said_without_the_name_it_opens_with(role: str, said: str) -> None:
+    # "You are lead (lead — splits work …)" said the name twice, in every request.
+    system = system_prompt("lead", "Lead.\n", [["lead", role], ["bob", f"bob — {said}"]],
+                           role=role)
+    assert system.startswith(f"You are lead ({said}), ")
+    assert f"Your team: bob ({said})\n" in system
+
+
+def test_the_system_prompt_says_a_message_entry_is_mail_to_the_agent() -> None:
+    # A mail entry carries no `to`: being in the context is being the agent's own mail.
+    system = system_prompt("ann", "Ann.\n")
+    assert "(a message is mail to you)" in system

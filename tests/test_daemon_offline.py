@@ -652,7 +652,7 @@ def test_the_team_is_in_the_system_prompt_and_not_in_the_status_block(hive: Hive
     run_until_idle(hive, provider)
 
     request = provider.requests[0]
-    assert "Your team (agents of this hive): bob (bob of the test hive)" in request.system
+    assert "Your team: bob (bob of the test hive)" in request.system
     [team] = [line for line in request.system.splitlines() if line.startswith("Your team")]
     assert "ann (" not in team  # not herself (her own role is in the first line)
     [status] = [e for e in json.loads(request.context_json) if e["metadata"]["type"] == "status"]
