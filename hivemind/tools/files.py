@@ -41,7 +41,7 @@ cut in `execute` never falls inside them."""
 
 
 class ReadFileInput(BaseModel):
-    path: str = Field(description="e.g. workspace/notes.md")
+    path: str
     start_line: int | None = Field(default=None, ge=1)
     end_line: int | None = Field(default=None, ge=1)
     start_char: int = Field(default=0, ge=0)  # a long line's cut note says what to give
@@ -49,7 +49,7 @@ class ReadFileInput(BaseModel):
 
 class WriteFileInput(BaseModel):
     path: str
-    content: str = Field(description="The whole new text")
+    content: str
 
 
 class EditFileInput(BaseModel):
@@ -287,7 +287,7 @@ _EDITS = Footprint.of(reads=["files"], writes=["files"])
 FILE_TOOLS: list[Tool[Any]] = [
     Tool(
         "read_file",
-        "Read a hive file, or lines of it; it then stays in view in your next cycles.",
+        "Read a file, or lines of it; it stays in view in later cycles.",
         ReadFileInput,
         read_file,
         touches=_READS,
@@ -301,15 +301,14 @@ FILE_TOOLS: list[Tool[Any]] = [
     ),
     Tool(
         "edit_file",
-        "Replace the one occurrence of `old` with `new` in a file under workspace/ or "
-        "knowledge/.",
+        "Replace `old` (found once) by `new` in a file under workspace/ or knowledge/.",
         EditFileInput,
         edit_file,
         touches=_EDITS,
     ),
     Tool(
         "list_files",
-        "List the files under a folder of the hive.",
+        "List the files under a hive folder.",
         ListFilesInput,
         list_files,
         touches=_READS,

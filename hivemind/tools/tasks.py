@@ -26,7 +26,7 @@ from hivemind.tools.taskedits import check_as_seen
 
 class CreateTaskInput(BaseModel):
     title: str = Field(min_length=1, max_length=200)
-    body: str = Field(default="", max_length=100_000, description="Markdown")
+    body: str = Field(default="", max_length=100_000)
     assignee: str | None = Field(default=None, description="Agent (default: routed)")
     priority: TaskPriority = TaskPriority.MEDIUM
     depends_on: list[str] = Field(default_factory=list, description="Task ids to finish first")
@@ -38,7 +38,7 @@ class CreateTaskInput(BaseModel):
 
 class CompleteTaskInput(BaseModel):
     task_id: str
-    result: str = Field(min_length=1, max_length=100_000, description="Markdown")
+    result: str = Field(min_length=1, max_length=100_000)
 
 
 class FailTaskInput(BaseModel):
@@ -226,7 +226,7 @@ TASK_TOOLS: list[Tool[Any]] = [
     ),
     Tool(
         "complete_task",
-        "Finish a task you hold; its result is appended to the task file.",
+        "Finish a task you hold, with its result.",
         CompleteTaskInput,
         complete_task,
         touches=_finishing,
