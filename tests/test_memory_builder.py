@@ -286,8 +286,8 @@ async def test_expired_blocks_never_reach_the_context(root: Path) -> None:
 
 
 async def test_entry_timestamps_are_the_blocks_times_to_the_second(root: Path) -> None:
-    # UTC times are rendered from a memo keyed by the second: every field of the time
-    # must count, and other zones and naive times render as isoformat does.
+    # UTC times are rendered from a memo keyed by the second, as `…Z`: every field of
+    # the time must count, and other zones and naive times render as isoformat does.
     from datetime import timezone
 
     base = datetime(2026, 3, 4, 5, 6, 7, 890_000, tzinfo=UTC)
@@ -303,8 +303,13 @@ async def test_entry_timestamps_are_the_blocks_times_to_the_second(root: Path) -
         built = await engine.build(blocks)
         shown = {e["id"]: e["metadata"]["timestamp"] for e in built.entries}
         assert shown == {
-            f"history:{i}": t.isoformat(timespec="seconds") for i, t in enumerate(times)
+            f"history:{i}": t.isoformat(timespec="seconds").replace("+00:00", "Z")
+            if t.tzinfo is UTC else t.isoformat(timespec="seconds")
+            for i, t in enumerate(times)
         }
+        # `Z` is UTC: the time read back is the block's, to the second.
+        assert datetime.fromisoformat(shown["history:0"]) == base.replace(microsecond=0)
+    assert shown["history:0"] == "2026-03-04T05:06:07Z"  # not "+00:00": 3 tokens more
 
 
 async def test_an_entry_leaves_out_the_fields_at_their_defaults(root: Path) -> None:
