@@ -7,8 +7,12 @@ from typing import Any
 
 import pytest
 
+from hivemind.hive.layout import Hive
+from hivemind.hive.tasks.board import TaskBoard
 from hivemind.tools import default_registry
 from hivemind.tools.schema import compact_schema
+from tests.helpers import write_task
+from tests.test_tools import call, make_ctx
 
 
 def _keys(node: Any, found: set[str]) -> set[str]:
@@ -53,6 +57,7 @@ def test_optional_fields_lose_their_null_branch_but_keep_their_constraints() -> 
             "k": {"type": "integer", "default": 0, "title": "K"},
             "body": {"type": "string", "minLength": 1, "maxLength": 100_000},
             "reason": {"type": "string", "maxLength": 2000},
+            "waiting_for": {"type": "string", "maxLength": 500},
             "to": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
         },
         "required": ["body"], "title": "X", "type": "object",
@@ -61,6 +66,34 @@ def test_optional_fields_lose_their_null_branch_but_keep_their_constraints() -> 
     assert props["n"] == {"type": "integer", "minimum": 1}
     assert props["k"] == {"type": "integer", "default": 0}  # a number is said
     assert props["body"] == {"type": "string"}  # non-empty and a safety cap: the tool checks
-    assert props["reason"]["maxLength"] == 2000  # a limit the model should know
-    assert len(props["to"]["anyOf"]) == 2
+    assert props["reason"] == {"type": "string"}  # no reason comes near it: a safety cap
+    assert props["waiting_for"]["maxLength"] == 500  # a limit the model should know
+    assert props["to"] == {"type": ["string", "array"], "items": {"type": "string"}}
+
+
+@pytest.mark.parametrize(
+    "branches",
+    [
+        [{"type": "string", "maxLength": 5}, {"type": "integer"}],  # a constraint
+        [{"type": "string"}, {"type": "string", "format": "date"}],  # the same type twice
+        [{"type": "object", "properties": {}}, {"type": "string"}],  # an object's shape
+    ],
+    ids=["constraint", "same-type", "object"],
+)
+def test_a_choice_that_says_more_than_its_types_stays_a_choice(
+    branches: list[dict[str, Any]]
+) -> None:
+    schema = compact_schema({"properties": {"x": {"anyOf": branches}}, "type": "object"})
+    assert schema["properties"]["x"] == {"anyOf": branches}
+
+
+async def test_a_text_past_a_cap_left_unsaid_is_refused_saying_so(hive: Hive) -> None:
+    write_task(hive, "t1")
+    board = TaskBoard(hive, settle_time=0)
+    [ref] = board.scan_pending()
+    board.claim(ref, "worker")
+    ctx = make_ctx(hive)
+    content, is_error = await call(ctx, "fail_task", task_id="t1", reason="x" * 2001)
+    assert is_error and "reason" in content and "2000" in content
+    assert (hive.tasks_dir / "active" / "worker" / "t1.md").is_file()  # nothing failed
 

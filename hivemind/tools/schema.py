@@ -5,15 +5,17 @@ call. Left out: `title` keywords (the property name says it), the `null` branch 
 an optional field and defaults that say nothing (null, "", false: the field is
 optional by not being `required`),
 `minLength: 1` and the safety caps of long texts (the tool still checks them and
-says so in its error); a `$ref` to a definition is replaced by the definition.
+says so in its error); a `$ref` to a definition is replaced by the definition, and
+a choice of plain types (a name or a list of names) is said as a list of types.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-SAFETY_CAP = 10_000
-"""A `maxLength` from here up is a safety cap, not guidance for the model."""
+SAFETY_CAP = 1_000
+"""A `maxLength` from here up is a safety cap, not guidance for the model: no title,
+subject or note it is asked for comes near it (a text past it is refused, saying so)."""
 
 _NULL = {"type": "null"}
 
@@ -49,6 +51,8 @@ def _compact(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             branches = [_compact(b, defs) for b in value if b != _NULL]
             if len(branches) == 1:
                 out.update(branches[0])
+            elif (merged := _type_list(branches)) is not None:
+                out.update(merged)
             else:
                 out[key] = branches
         else:
@@ -59,3 +63,21 @@ def _compact(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
 def _says_nothing(default: Any) -> bool:
     """A default an optional field has anyway: null, "" or false (not 0: a number)."""
     return default is None or default is False or default == ""
+
+
+def _type_list(branches: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """`{"type": [...]}` for branches that are each a plain type (one of them may be an
+    array, with its `items`); None if they say more than that."""
+    types: list[Any] = []
+    merged: dict[str, Any] = {}
+    for branch in branches:
+        kind = branch.get("type")
+        extra = set(branch) - {"type", "items"}
+        if not isinstance(kind, str) or kind in types or extra or (
+            "items" in branch and kind != "array"
+        ):
+            return None
+        types.append(kind)
+        if "items" in branch:
+            merged["items"] = branch["items"]
+    return {"type": types, **merged}
