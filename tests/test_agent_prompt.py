@@ -23,7 +23,7 @@ def test_the_model_gets_the_roms_instructions_without_its_front_matter(hive: Hiv
 
     system = provider.requests[0].system
     assert system.startswith("You are ann (ann of the test hive), an agent of a hive")
-    assert system.endswith("# Your ROM (agents/ann/ROM.md)\n\nYou are ann.\n\nEND-OF-ROM\n")
+    assert system.endswith("# Your ROM\n\nYou are ann.\n\nEND-OF-ROM\n")
     for setting in ("heartbeat", "skills:", "routes unassigned", "role:", "---"):
         assert setting not in system
 
@@ -65,4 +65,4 @@ def test_a_role_is_said_without_the_name_it_opens_with(role: str, said: str) -> 
 def test_the_system_prompt_says_a_message_entry_is_mail_to_the_agent() -> None:
     # A mail entry carries no `to`: being in the context is being the agent's own mail.
     system = system_prompt("ann", "Ann.\n")
-    assert "(a message is mail to you)" in system
+    assert '(metadata.type "message": mail to you)' in system
