@@ -111,3 +111,15 @@ def test_a_note_touched_but_unchanged_leaves_the_request_as_it_was(hive: Hive) -
     assert after["context"].startswith(stable)  # the cached prefix holds
     note.write_text("# Refunds\n\nWithin 60 days.\n")  # an edit is seen at once
     assert "Within 60 days." in asyncio.run(request_of(hive, "worker"))["context"]
+
+
+def test_the_status_entry_says_no_task_counts_when_none_can_be_acted_on(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    PostOffice(hive).send(HUMAN, "worker", "Figures", "How many?", id="m1-human")
+    [status] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "status"]
+    assert status["content"] == "{}"  # no tasks at all: nothing to count
+    assert status["metadata"]["timestamp"].endswith("Z")  # still the time it is now
+    write_agent(hive, "other")
+    (hive.tasks_dir / "t1.md").write_text("---\nassignee: other\n---\n# t1\n\nDo it.\n")
+    [status] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "status"]
+    assert json.loads(status["content"]) == {"tasks": {"pending": 1}}

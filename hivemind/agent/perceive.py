@@ -266,10 +266,13 @@ UNACTIONABLE = frozenset({"rejected"})
 
 def actionable(figures: dict[str, Any]) -> dict[str, Any]:
     """The hive figures an agent's STATUS entry shows (the team is in the system prompt):
-    the task counts it can act on, a zero left out (a state missing has no task)."""
+    the task counts it can act on, a zero left out (a state missing has no task; no
+    `tasks` at all: none to act on)."""
     tasks = figures.get("tasks") or {}
-    shown = {k: v for k, v in figures.items() if k != TEAM}
-    shown["tasks"] = {k: n for k, n in tasks.items() if n and k not in UNACTIONABLE}
+    shown = {k: v for k, v in figures.items() if k not in (TEAM, "tasks")}
+    counts = {k: n for k, n in tasks.items() if n and k not in UNACTIONABLE}
+    if counts:
+        shown["tasks"] = counts
     return shown
 
 
