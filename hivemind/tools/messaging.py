@@ -80,7 +80,7 @@ def _answered(ctx: ToolContext, given: str) -> tuple[str, str]:
 MESSAGING_TOOLS: list[Tool[Any]] = [
     Tool(
         "send_message",
-        "Send mail; you are the sender.",
+        "Send mail.",  # (the runtime sets `from`: the input has no such field)
         SendMessageInput,
         send_message,
         # Each message is a new file under a unique id: nothing it reads can change.
