@@ -119,8 +119,8 @@ def report(app: typer.Typer, root: Path, *options: str) -> dict[str, Any]:
     return dict(json.loads(out))
 
 
-# 500: only the ROM fits; 1000: some blocks of each tier are kept, some dropped.
-BUDGETS = [pytest.param("500", id="rom-only"), pytest.param("1000", id="mixed")]
+# 400: only the ROM fits; 700: some blocks of each tier are kept, some dropped.
+BUDGETS = [pytest.param("400", id="rom-only"), pytest.param("700", id="mixed")]
 
 
 @pytest.mark.parametrize("budget", BUDGETS)
@@ -158,7 +158,7 @@ def test_the_numbers_of_a_drop_reason_are_the_estimated_figures(
         assert int(found[1]) == row["estimated"]
         already.add(int(found[2]))
     assert max(already) <= squeezed["estimated_used"]
-    if budget == "500":  # only the ROM is in before them
+    if budget == "400":  # only the ROM is in before them
         assert [r["id"] for r in kept] == ["rom:lead"]
         assert already == {kept[0]["estimated"]}
 
@@ -182,19 +182,19 @@ def test_the_budget_says_where_it_comes_from(app: typer.Typer, example_copy: Pat
 
 
 def test_the_table_labels_each_figure(app: typer.Typer, example_copy: Path) -> None:
-    squeezed = report(app, example_copy, "--budget", "500")
+    squeezed = report(app, example_copy, "--budget", "400")
     rom = next(r for r in squeezed["blocks"] if r["id"] == "rom:lead")
 
-    code, out = run(app, "lead", "--hive", str(example_copy), "--budget", "500")
+    code, out = run(app, "lead", "--hive", str(example_copy), "--budget", "400")
 
     assert code == 0, out
     text = " ".join(out.split())
     assert " tokens est. kept " in text
     assert f"tokens per type (counted, kept blocks): rom {rom['tokens']:,}" in text
-    share = f"{100 * squeezed['used'] / 500:.1f} %"
-    assert (f"used {squeezed['used']:,} of a budget of 500 tokens ({share}): {rom['tokens']:,} "
+    share = f"{100 * squeezed['used'] / 400:.1f} %"
+    assert (f"used {squeezed['used']:,} of a budget of 400 tokens ({share}): {rom['tokens']:,} "
             "in the kept blocks and 2 for the JSON array around them, counted") in text
-    assert "budget: 500 tokens, from --budget" in text
+    assert "budget: 400 tokens, from --budget" in text
     assert "max_context_tokens" not in text  # it was said to be the budget's source
     assert f"'over budget at' reasons count in ({rom['estimated']:,} for the kept blocks)" in text
 
