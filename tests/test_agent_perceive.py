@@ -259,6 +259,7 @@ def test_read_mail_is_named_as_its_block_would_be_before_any_block_is_made(
 ) -> None:
     from hivemind.agent.perceive import _message_id, message_block
     from hivemind.hive.mailbox import PostOffice
+    from hivemind.memory.mailids import mail_entry_id
 
     write_agent(hive, AGENT)
     post = PostOffice(hive)
@@ -283,9 +284,10 @@ def test_read_mail_is_named_as_its_block_would_be_before_any_block_is_made(
     link.symlink_to(target)
     linked = MailItem(items[0].message, link, read=True)
     assert _message_id(hive, linked) == message_block(hive, AGENT, linked).id
-    assert _message_id(hive, linked) == "msg:kept-message.md"
+    assert _message_id(hive, linked) == mail_entry_id("kept-message.md")
     gone = MailItem(items[0].message, link.with_name("gone.md"), read=True)
-    assert _message_id(hive, gone) == message_block(hive, AGENT, gone).id == "msg:gone.md"
+    assert _message_id(hive, gone) == message_block(hive, AGENT, gone).id
+    assert _message_id(hive, gone) == mail_entry_id("gone.md")
 
 
 def test_unread_mail_is_high_and_read_mail_medium_until_an_hour_after_it_was_read(

@@ -2,9 +2,10 @@
 the information those fields carried still where the model needs it.
 
 Left out: a mail's `message_id` (its entry id names it, and send_message's
-`in_reply_to` takes that id), a mail's `to` (it is in the agent's own mailbox), a
-note's `bytes` (its text is the entry), its time (a note is shown as it is now) and
-its topic when its text opens with that heading.
+`in_reply_to` takes that id; the id is short, the mail's time being its timestamp),
+a mail's `to` (it is in the agent's own mailbox), a note's `bytes` (its text is the
+entry), its time (a note is shown as it is now) and its topic when its text opens
+with that heading; a status with no task to count says none.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from typing import Any
 
 import pytest
@@ -19,9 +21,11 @@ import pytest
 from hivemind.agent.inspect import request_of
 from hivemind.hive.layout import HUMAN, Hive
 from hivemind.hive.mailbox import Mailbox, PostOffice
+from hivemind.memory.mailids import mail_entry_id
 from tests import scripted_model
 from tests.fake_anthropic import FakeAnthropic, Reply
 from tests.helpers import run_until_idle, write_agent
+from tests.test_tools import call, make_ctx
 
 
 def entries(hive: Hive, agent: str) -> list[dict[str, Any]]:
@@ -32,7 +36,7 @@ def test_a_mail_entry_carries_no_message_id_nor_to(hive: Hive) -> None:
     write_agent(hive, "worker")
     PostOffice(hive).send(HUMAN, "worker", "Figures", "How many?", id="m1-human")
     [mail] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "message"]
-    assert mail["id"] == "msg:m1-human.md"  # the id names the mail...
+    assert mail["id"] == mail_entry_id("m1-human.md")  # the id names the mail...
     assert mail["metadata"] == {"type": "message", "timestamp": mail["metadata"]["timestamp"],
                                 "from": HUMAN, "subject": "Figures"}  # ...said once
 
@@ -123,3 +127,23 @@ def test_the_status_entry_says_no_task_counts_when_none_can_be_acted_on(hive: Hi
     (hive.tasks_dir / "t1.md").write_text("---\nassignee: other\n---\n# t1\n\nDo it.\n")
     [status] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "status"]
     assert json.loads(status["content"]) == {"tasks": {"pending": 1}}
+
+
+def test_mail_is_shown_oldest_first_under_a_short_id(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    for n in range(6):
+        PostOffice(hive).send(HUMAN, "worker", f"q{n}", f"Question {n}?")
+    mails = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "message"]
+    assert [m["content"] for m in mails] == [f"Question {n}?" for n in range(6)]
+    assert all(re.fullmatch(r"msg:[0-9a-f]{10}", m["id"]) for m in mails)
+    assert len({m["id"] for m in mails}) == 6
+
+
+async def test_a_mail_out_of_view_is_answered_by_its_entry_id(hive: Hive) -> None:
+    ctx = make_ctx(hive)  # nothing in view: the mail is found by its file's name
+    [path] = PostOffice(hive).send(HUMAN, "worker", "Figures", "How many?", id="m1-human")
+    content, is_error = await call(ctx, "send_message", to=HUMAN, body="Forty-two.",
+                                   in_reply_to=mail_entry_id(path.name))
+    assert not is_error, content
+    [reply] = Mailbox(hive, HUMAN).unread()
+    assert (reply.message.in_reply_to, reply.message.thread) == ("m1-human", "m1-human")

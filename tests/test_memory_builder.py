@@ -25,6 +25,7 @@ from hivemind.memory.blocks import (
 from hivemind.memory.builder import BuiltContext, ContextBuilder
 from hivemind.memory.compressor import MemoryCompressor
 from hivemind.memory.loader import ContentLoader
+from hivemind.memory.mailids import mail_entry_id
 from hivemind.memory.relevance import RelevanceScorer
 from hivemind.memory.selector import MemorySelector
 from hivemind.memory.tokens import TokenCounter
@@ -110,7 +111,7 @@ async def test_stable_blocks_come_first_in_context_order_then_by_id(root: Path) 
         "history:2",
         "context:project",
         "task:t1",
-        "msg:1.md",
+        mail_entry_id("1.md"),
         "status:mail",
     ]
     assert built.stable_count == 4
@@ -331,7 +332,7 @@ async def test_an_entry_leaves_out_the_fields_at_their_defaults(root: Path) -> N
     assert "source" not in note["metadata"]
     unsure = by_id["notes.md"]
     assert (unsure["confidence"], unsure["priority"]) == (0.4, "high")
-    mail = by_id["msg:1.md"]["metadata"]
+    mail = by_id[mail_entry_id("1.md")]["metadata"]
     assert "subject" not in mail and "read" not in mail and "source" not in mail
     assert mail["from"] == "human"
     assert "to" not in mail  # the mail is in the agent's own mailbox: it is to the agent

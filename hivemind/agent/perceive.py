@@ -32,6 +32,7 @@ from hivemind.memory.blocks import (
     StatusBlock,
     TaskBlock,
 )
+from hivemind.memory.mailids import mail_entry_id
 from hivemind.memory.manager import WorkingMemoryManager
 from hivemind.settings import AgentConfig
 
@@ -131,7 +132,7 @@ def message_block(hive: Hive, agent: str, item: MailItem) -> MessageBlock:
 
 
 def _message_id(hive: Hive, item: MailItem) -> str:
-    """`message_block(...).id` without making the block: `msg:` and the name of the file
+    """`message_block(...).id` without making the block: made of the name of the file
     as `hive.relative` gives it, which is the file's own name unless it is a symlink
     (resolving a folder on the way keeps the name)."""
     name = item.path.name
@@ -141,7 +142,7 @@ def _message_id(hive: Hive, item: MailItem) -> str:
         plain = True  # nothing to resolve: Hive.relative keeps the path as it is
     if not plain:
         name = hive.relative(item.path).rsplit("/", 1)[-1]
-    return f"msg:{name}"
+    return mail_entry_id(name)
 
 
 def watched_files(hive: Hive, globs: list[str]) -> list[Path]:

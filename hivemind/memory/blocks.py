@@ -18,6 +18,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from hivemind.clock import utcnow
+from hivemind.memory.mailids import mail_entry_id
 
 # `json.dumps(value, sort_keys=True, default=str)`, without a new encoder per call.
 _VALUE_JSON = json.JSONEncoder(sort_keys=True, default=str).encode
@@ -146,6 +147,10 @@ class MemoryBlockBase(BaseModel):
     def said_by_content(self, meta: dict[str, Any], text: str) -> list[str]:
         """Keys of the entry's metadata that its `text` already says (left out of it)."""
         return []
+
+    def sort_key(self) -> str:
+        """Its place among the entries of its type (by id, unless said otherwise)."""
+        return self.id
 
     def is_expired(self, now: datetime | None = None) -> bool:
         return self.expiry is not None and (now or utcnow()) >= self.expiry
@@ -317,8 +322,12 @@ class MessageBlock(MemoryBlockBase):
     @model_validator(mode="after")
     def _default_id(self) -> MessageBlock:
         if not self.id:
-            _set_default_id(self, f"msg:{self.full_path.rsplit('/', 1)[-1]}")
+            _set_default_id(self, mail_entry_id(self.full_path.rsplit("/", 1)[-1]))
         return self
+
+    def sort_key(self) -> str:
+        # Oldest first: a mail's file is named by its id, which opens with its time.
+        return self.full_path.rsplit("/", 1)[-1]
 
     def span(self) -> Span | None:
         return (self.full_path, None, None) if self.body is None else None

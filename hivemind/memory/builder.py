@@ -143,7 +143,7 @@ class _Part:
     note: str | None
     entry: dict[str, Any]
     encoded: str
-    order: tuple[int, str]
+    order: tuple[int, str, str]  # (type rank, sort key, id)
     dict: dict[str, Any] = field(default_factory=dict)
     stamp: str | None = None  # the rendered timestamp (None: none shown, or the metadata's)
     cap: int | None = None  # the compression cap it was rendered under (`block_cap`)
@@ -204,15 +204,15 @@ class ContextBuilder:
             self._latest = {p.block.id: p for p in parts}
         parts, late = self._enforce(parts, selection, budget)
         parts.sort(key=_order_of)
-        orders = list(map(_order_of, parts))  # (type rank, id)
+        ids = [p.block.id for p in parts]
         tokens = list(map(_tokens_of, parts))
         return BuiltContext(
             entries=list(map(_entry_of, parts)),
             stable_count=sum(1 for p in parts if p.block.stable),
             tokens=sum(tokens) + 2,  # the array's brackets
             dropped=late,
-            notes={p.order[1]: p.note for p in parts if p.note is not None},
-            token_counts={bid: n for (_, bid), n in zip(orders, tokens, strict=True)},
+            notes={p.block.id: p.note for p in parts if p.note is not None},
+            token_counts=dict(zip(ids, tokens, strict=True)),
             _encoded=list(map(_encoded_of, parts)),
         )
 
@@ -330,7 +330,7 @@ class ContextBuilder:
             note=note,
             entry={"id": block.id, "content": text, **tail},
             encoded=head + escaped + "," + tail_json[1:],
-            order=(block.rank, block.id),
+            order=(block.rank, block.sort_key(), block.id),
             dict=block.__dict__,
             stamp=stamp,
             cap=cap,

@@ -5,6 +5,9 @@ The runtime sets `from`; the model cannot.
 
 from __future__ import annotations
 
+import asyncio
+import os
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -13,6 +16,7 @@ from hivemind.errors import ToolError
 from hivemind.fs.steps import run_async
 from hivemind.hive.layout import HUMAN
 from hivemind.memory.blocks import BlockType, MessageBlock
+from hivemind.memory.mailids import PREFIX, mail_entry_id
 from hivemind.tools.base import Footprint, Tool, ToolContext
 from hivemind.tools.limits import thread_key
 
@@ -37,7 +41,7 @@ async def send_message(ctx: ToolContext, args: SendMessageInput) -> str:
         raise ToolError("you cannot send mail to yourself; keep notes in workspace/ instead")
     fields: dict[str, str] = {}
     if args.in_reply_to:
-        fields["in_reply_to"], fields["thread"] = _answered(ctx, args.in_reply_to)
+        fields["in_reply_to"], fields["thread"] = await _answered(ctx, args.in_reply_to)
     if args.task:
         fields["task"] = args.task
     key = thread_key(fields.get("thread"), args.task, args.subject)
@@ -63,18 +67,33 @@ async def send_message(ctx: ToolContext, args: SendMessageInput) -> str:
     return f"delivered to {', '.join(recipients)}"
 
 
-def _answered(ctx: ToolContext, given: str) -> tuple[str, str]:
-    """(message id, thread) of the mail answered, named by its entry's id (`msg:<file>`,
-    what the model is shown) or by its message id: from the mail in view, else the id
-    the entry's name carries (the thread: the message's own id)."""
+async def _answered(ctx: ToolContext, given: str) -> tuple[str, str]:
+    """(message id, thread) of the mail answered, named by its entry's id (`msg:…`, what
+    the model is shown) or by its message id: from the mail in view, else from the name
+    of the agent's mail file the entry id is made of (the thread: its own id)."""
     for block in ctx.working.by_type(BlockType.MESSAGE):
         if isinstance(block, MessageBlock) and given in (block.id,
                                                          block.metadata.get("message_id")):
             message_id = str(block.metadata.get("message_id") or given)
             return message_id, str(block.metadata.get("thread") or message_id)
-    if given.startswith("msg:"):
-        given = given.removeprefix("msg:").removesuffix(".md")
+    if given.startswith(PREFIX):
+        name = await asyncio.to_thread(_mail_file_named, ctx.hive.mailbox_dir(ctx.agent), given)
+        if name is not None:
+            given = name.removesuffix(".md")
     return given, given
+
+
+def _mail_file_named(mailbox: Path, entry_id: str) -> str | None:
+    """The name of the mail file in `mailbox` (read or not) whose entry id is `entry_id`."""
+    for folder in ("cur", "new"):
+        try:
+            with os.scandir(mailbox / folder) as found:
+                for entry in found:
+                    if mail_entry_id(entry.name) == entry_id:
+                        return entry.name
+        except OSError:
+            continue
+    return None
 
 
 MESSAGING_TOOLS: list[Tool[Any]] = [
