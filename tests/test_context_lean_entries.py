@@ -147,3 +147,17 @@ async def test_a_mail_out_of_view_is_answered_by_its_entry_id(hive: Hive) -> Non
     assert not is_error, content
     [reply] = Mailbox(hive, HUMAN).unread()
     assert (reply.message.in_reply_to, reply.message.thread) == ("m1-human", "m1-human")
+
+
+def test_a_notes_size_still_sizes_it_before_it_is_read(hive: Hive) -> None:
+    # `bytes` left the entry, not the block: the selector guesses a note's tokens from
+    # it before reading it, so a big note is weighed as big.
+    from hivemind.agent.inspect import inspect_agent
+
+    write_agent(hive, "worker")
+    (hive.knowledge_dir / "small.md").write_text("# Small\n\nOne line.\n")
+    (hive.knowledge_dir / "big.md").write_text("# Big\n\n" + "A line of the note.\n" * 400)
+    rows = {r["id"]: r for r in asyncio.run(inspect_agent(hive, "worker"))["blocks"]}
+    big, small = rows["knowledge/big.md"], rows["knowledge/small.md"]
+    assert big["estimated"] > 1000 > small["estimated"]
+    assert "bytes" not in json.dumps([e["metadata"] for e in entries(hive, "worker")])
