@@ -97,3 +97,30 @@ async def test_a_text_past_a_cap_left_unsaid_is_refused_saying_so(hive: Hive) ->
     assert is_error and "reason" in content and "2000" in content
     assert (hive.tasks_dir / "active" / "worker" / "t1.md").is_file()  # nothing failed
 
+
+
+def test_an_enum_of_strings_says_its_type_by_its_values_and_bounds_are_plain() -> None:
+    schema = compact_schema({"properties": {
+        "level": {"enum": ["low", "high"], "type": "string", "default": "low"},
+        "mixed": {"enum": ["a", 1], "type": "string"},  # not all strings: the type stays
+        "share": {"type": "number", "minimum": 0.0, "maximum": 1.0},
+        "half": {"type": "number", "maximum": 0.5},
+    }, "type": "object"})
+    props = schema["properties"]
+    assert props["level"] == {"enum": ["low", "high"], "default": "low"}
+    assert props["mixed"]["type"] == "string"
+    assert json.dumps(props["share"]) == '{"type": "number", "minimum": 0, "maximum": 1}'
+    assert props["half"]["maximum"] == 0.5
+
+
+def test_the_compact_specs_still_accept_and_refuse_what_the_tools_do() -> None:
+    """A value the sent schema allows is one the input model takes, for the enums and
+    bounds the compaction rewrote."""
+    create = next(t for t in default_registry().allowed(None) if t.name == "create_task")
+    spec = create.spec().input_schema["properties"]["priority"]
+    for value in spec["enum"]:
+        create.input_model.model_validate({"title": "x", "priority": value})
+    remember = next(t for t in default_registry().allowed(None) if t.name == "remember")
+    bounds = remember.spec().input_schema["properties"]["importance"]
+    remember.input_model.model_validate({"content": "x", "importance": bounds["maximum"]})
+    remember.input_model.model_validate({"content": "x", "importance": bounds["minimum"]})

@@ -5,8 +5,10 @@ call. Left out: `title` keywords (the property name says it), the `null` branch 
 an optional field and defaults that say nothing (null, "", false: the field is
 optional by not being `required`),
 `minLength: 1` and the safety caps of long texts (the tool still checks them and
-says so in its error); a `$ref` to a definition is replaced by the definition, and
-a choice of plain types (a name or a list of names) is said as a list of types.
+says so in its error); a `$ref` to a definition is replaced by the definition, a
+choice of plain types (a name or a list of names) is said as a list of types, the
+`type` of an enum of strings is left to its values, and a whole-number bound of a
+number is written as an integer (`1`, not `1.0`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,11 @@ def _compact(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             continue
         if key == "maxLength" and isinstance(value, int) and value >= SAFETY_CAP:
             continue
-        if key == "properties" and isinstance(value, dict):
+        if key == "type" and value == "string" and _all_strings(node.get("enum")):
+            continue
+        if key in _BOUNDS and isinstance(value, float) and value.is_integer():
+            out[key] = int(value)
+        elif key == "properties" and isinstance(value, dict):
             out[key] = {name: _compact(sub, defs) for name, sub in value.items()}
         elif key == "items" and isinstance(value, dict):
             out[key] = _compact(value, defs)
@@ -81,3 +87,11 @@ def _type_list(branches: list[dict[str, Any]]) -> dict[str, Any] | None:
         if "items" in branch:
             merged["items"] = branch["items"]
     return {"type": types, **merged}
+
+
+_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+
+
+def _all_strings(values: Any) -> bool:
+    """True for a non-empty list of strings (an enum whose values say their type)."""
+    return isinstance(values, list) and bool(values) and all(isinstance(v, str) for v in values)
