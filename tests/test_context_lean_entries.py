@@ -161,3 +161,27 @@ def test_a_notes_size_still_sizes_it_before_it_is_read(hive: Hive) -> None:
     big, small = rows["knowledge/big.md"], rows["knowledge/small.md"]
     assert big["estimated"] > 1000 > small["estimated"]
     assert "bytes" not in json.dumps([e["metadata"] for e in entries(hive, "worker")])
+
+
+def test_a_first_reply_says_what_it_answers_once(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    post = PostOffice(hive)
+    post.send(HUMAN, "worker", "Re: figures", "Yes.", id="m2-human", thread="m1-worker",
+              in_reply_to="m1-worker")
+    post.send(HUMAN, "worker", "Re: Re: figures", "And no.", id="m3-human",
+              thread="m1-worker", in_reply_to="m2-worker")
+    first, later = [e["metadata"] for e in entries(hive, "worker")
+                    if e["metadata"]["type"] == "message"]
+    assert first["in_reply_to"] == "m1-worker" and "thread" not in first  # the same id
+    assert (later["thread"], later["in_reply_to"]) == ("m1-worker", "m2-worker")
+
+
+def test_a_read_mail_says_it_is_read_not_its_lower_priority(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    PostOffice(hive).send(HUMAN, "worker", "Figures", "How many?", id="m1-human")
+    mailbox = Mailbox(hive, "worker")
+    for item in mailbox.unread():
+        mailbox.mark_read(item)
+    [mail] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "message"]
+    assert mail["metadata"]["read"] is True
+    assert "priority" not in mail  # read mail is always medium: `read` says it

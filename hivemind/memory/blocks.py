@@ -144,9 +144,13 @@ class MemoryBlockBase(BaseModel):
         """Estimated tokens that `type_metadata` adds to the block's JSON envelope."""
         return 0
 
-    def said_by_content(self, meta: dict[str, Any], text: str) -> list[str]:
-        """Keys of the entry's metadata that its `text` already says (left out of it)."""
+    def said_already(self, meta: dict[str, Any], text: str) -> list[str]:
+        """Keys of the entry's metadata said by its `text` or another key (left out)."""
         return []
+
+    def usual_priority(self) -> Priority | None:
+        """The priority its entry need not say (None: its type's default)."""
+        return None
 
     def sort_key(self) -> str:
         """Its place among the entries of its type (by id, unless said otherwise)."""
@@ -329,6 +333,14 @@ class MessageBlock(MemoryBlockBase):
         # Oldest first: a mail's file is named by its id, which opens with its time.
         return self.full_path.rsplit("/", 1)[-1]
 
+    def usual_priority(self) -> Priority:
+        return Priority.MEDIUM if self.read else Priority.HIGH  # `read` says it
+
+    def said_already(self, meta: dict[str, Any], text: str) -> list[str]:
+        # A first reply's thread is the mail it answers.
+        thread = meta.get("thread")
+        return ["thread"] if thread and thread == meta.get("in_reply_to") else []
+
     def span(self) -> Span | None:
         return (self.full_path, None, None) if self.body is None else None
 
@@ -394,7 +406,7 @@ class KnowledgeBlock(MemoryBlockBase):
     def envelope_extra(self) -> int:
         return 4 + len(self.topic) // 3
 
-    def said_by_content(self, meta: dict[str, Any], text: str) -> list[str]:
+    def said_already(self, meta: dict[str, Any], text: str) -> list[str]:
         # The topic is the note's first heading: said again when the text opens with it.
         topic = meta.get("topic")
         return ["topic"] if topic and text.startswith(f"# {topic}\n") else []

@@ -112,12 +112,13 @@ class BuiltContext:
 
 def _tail(block: AnyBlock, meta: dict[str, Any]) -> dict[str, Any]:
     """An entry's fields after its content, without those at their defaults (each
-    costs tokens in every request): confidence 1, the priority its type always has,
-    metadata that is empty or false, a source that is the entry's id."""
+    costs tokens in every request): confidence 1, the priority its type (or its state:
+    a read mail's) always has, metadata that is empty or false, a source that is the
+    entry's id."""
     tail: dict[str, Any] = {}
     if block.confidence != 1.0:
         tail["confidence"] = block.confidence
-    if block.priority is not _DEFAULT_PRIORITY[block.type]:
+    if block.priority is not (block.usual_priority() or _DEFAULT_PRIORITY[block.type]):
         tail["priority"] = _PRIORITY_NAMES[block.priority]
     tail["metadata"] = {
         k: v for k, v in meta.items()
@@ -313,7 +314,7 @@ class ContextBuilder:
         meta.update(block.type_metadata())
         if meta.get("timestamp") is not stamp:  # the metadata has a timestamp of its own
             stamp = None
-        for said in block.said_by_content(meta, text):
+        for said in block.said_already(meta, text):
             del meta[said]
         if decoded is not None:  # the model should not take its odd characters as data
             meta["encoding"] = f"{decoded} (not UTF-8)"
