@@ -15,7 +15,8 @@ import typer
 from typer.testing import CliRunner
 
 from hivemind.cli import inspect_cmd
-from hivemind.hive.layout import Hive
+from hivemind.hive.layout import HUMAN, Hive
+from hivemind.hive.mailbox import PostOffice
 from hivemind.ltm.store import LongTermMemory
 from tests.helpers import write_agent
 
@@ -296,3 +297,16 @@ def test_a_dropped_file_is_counted_compressed_as_a_kept_one_is(
     rows = [r for r in json.loads(out)["blocks"] if r["type"] == "file"]
     assert any(r["kept"] for r in rows) and any(not r["kept"] for r in rows)
     assert len({r["tokens"] for r in rows}) == 1
+
+
+def test_a_mail_row_names_its_file(app: typer.Typer, example: Hive) -> None:
+    """A mail's entry goes by a short id (`msg:` and 10 hex digits): the report names
+    the file it stands for, as a task's does; a note's id is its file already."""
+    [path] = PostOffice(example).send(HUMAN, "lead", "Figures", "How many?", id="m1")
+    rows = {r["id"]: r for r in json.loads(run(app, "lead", "--hive", str(example.root),
+                                                "--json")[1])["blocks"]}
+    [mail] = [r for r in rows.values() if r["type"] == "message"]
+    assert mail["file"] == example.relative(path)
+    assert rows["knowledge/delegation.md"]["file"] is None
+    code, out = run(app, "lead", "--hive", str(example.root))
+    assert code == 0 and "m1.md" in out  # under its id (folded to the column's width)

@@ -45,8 +45,10 @@ def _pending_read_only(hive: Hive) -> list[TaskRef]:
 def _row(
     block: AnyBlock, tokens: int, estimated: int | None, kept: bool, reason: str
 ) -> dict[str, Any]:
+    path = block.file_path()
     return {
         "id": block.id,
+        "file": path if path and not block.id.startswith(path) else None,  # a mail's, say
         "type": block.type.value,
         "priority": block.priority.name.lower(),
         "tokens": tokens,

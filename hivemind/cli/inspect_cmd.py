@@ -27,7 +27,8 @@ def _print_report(report: dict[str, Any]) -> None:
     for row in report["blocks"]:
         kept = "[green]kept[/]" if row["kept"] else "[red]dropped[/]"
         estimated = "-" if row["estimated"] is None else f"{row['estimated']:,}"
-        table.add_row(escape(row["id"]), row["type"], row["priority"], f"{row['tokens']:,}",
+        named = escape(row["id"]) + (f"\n[dim]{escape(row['file'])}[/]" if row.get("file") else "")
+        table.add_row(named, row["type"], row["priority"], f"{row['tokens']:,}",
                       estimated, kept, escape(row["reason"]))
     console.print(table)
     for line in _summary(report):
