@@ -97,7 +97,7 @@ def ids(entries: list[dict[str, Any]], kind: str) -> list[str]:
 def said(entries: list[dict[str, Any]], with_tasks: bool = False) -> list[Any]:
     """What the agent said, as the context shows it (and the tasks it was for)."""
     return [(e["content"], e["metadata"]["task_ids"]) if with_tasks else e["content"]
-            for e in entries if e["metadata"].get("action") == "said"]
+            for e in entries if e["id"].endswith(":said")]
 
 
 def entry(entries: list[dict[str, Any]], entry_id: str) -> dict[str, Any]:

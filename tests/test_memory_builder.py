@@ -336,3 +336,12 @@ async def test_an_entry_leaves_out_the_fields_at_their_defaults(root: Path) -> N
     assert "subject" not in mail and "read" not in mail and "source" not in mail
     assert mail["from"] == "human"
     assert "to" not in mail  # the mail is in the agent's own mailbox: it is to the agent
+
+
+async def test_a_history_entry_says_its_action_once_in_its_text(root: Path) -> None:
+    block = HistoryBlock(action="write_file", detail="workspace/a.md", result="written",
+                         metadata={"cycle": 3}, timestamp=NOW)
+    [entry] = (await Engine(root).build([block])).entries
+    assert entry["content"] == "write_file: workspace/a.md -> written"
+    assert entry["id"].endswith(":write_file")
+    assert "action" not in entry["metadata"] and entry["metadata"]["cycle"] == 3

@@ -437,8 +437,7 @@ class HistoryBlock(MemoryBlockBase):
     def keywords_text(self) -> str:
         return f"{self.action} {self.detail}"
 
-    def type_metadata(self) -> dict[str, Any]:
-        return {"action": self.action}
+    # No `action` in its metadata: its text opens with it (and its id ends with it).
 
 
 class ContextBlock(MemoryBlockBase):
