@@ -195,7 +195,7 @@ def test_a_long_log_keeps_the_steps_of_a_held_task_behind_those_of_one_that_ende
     assert restore_history(log, ["t1", "t2"], working, limit=3) == 3
 
     assert [b.detail for b in history(working)] == [
-        json.dumps({"path": f"workspace/t1/step{n}.md"}) for n in (2, 3, 4)
+        json.dumps({"path": f"workspace/t1/step{n}.md"}, separators=(",", ":")) for n in (2, 3, 4)
     ]
 
 
@@ -231,7 +231,7 @@ def test_steps_older_than_the_newest_come_back_as_earlier_steps(hive: Hive) -> N
     working, lines = restored_steps(hive, 8, limit=3)
 
     assert [b.detail for b in history(working)] == [
-        json.dumps({"path": f"workspace/step{n}.md"}) for n in (5, 6, 7)
+        json.dumps({"path": f"workspace/step{n}.md"}, separators=(",", ":")) for n in (5, 6, 7)
     ]
     assert len(lines) == 5 and all(ln.startswith("- [t1] write_file: ") for ln in lines)
     assert "step0.md" in lines[0] and "step4.md" in lines[-1]

@@ -185,3 +185,14 @@ def test_a_read_mail_says_it_is_read_not_its_lower_priority(hive: Hive) -> None:
     [mail] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "message"]
     assert mail["metadata"]["read"] is True
     assert "priority" not in mail  # read mail is always medium: `read` says it
+
+
+def test_a_steps_call_is_recorded_as_compact_json() -> None:
+    # A history entry's detail is JSON inside a JSON string: each ", " and ": " of it
+    # (and the quotes around it, escaped) is paid for in every later request.
+    from hivemind.agent.toolrun import short
+
+    call = {"path": "workspace/a.md", "content": "Two lines,\nwith: colons."}
+    assert short(call) == '{"path":"workspace/a.md","content":"Two lines,\\nwith: colons."}'
+    assert json.loads(short(call)) == call  # still the call, read back whole
+    assert short("plain text, as it is") == "plain text, as it is"

@@ -27,8 +27,10 @@ SUMMARY_CHARS = 300
 
 
 def short(value: Any, limit: int = SUMMARY_CHARS) -> str:
-    """`value` as text (JSON unless a string), cut to `limit` characters."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    """`value` as text (compact JSON unless a string: it goes into the context, where a
+    space after each `,` and `:` is paid for), cut to `limit` characters."""
+    text = value if isinstance(value, str) else json.dumps(
+        value, default=str, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= limit else text[:limit] + "…"
 
 
