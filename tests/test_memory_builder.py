@@ -97,7 +97,7 @@ async def test_entries_have_the_documented_shape(root: Path) -> None:
     assert by_id["src/app.py:1-1"]["content"] == "def main():\n"
     assert by_id["src/app.py:1-1"]["metadata"]["lines"] == "1-1"
     assert by_id["task:t1"]["metadata"]["task_id"] == "t1"
-    assert by_id["status:mail"]["content"] == '{"new": 1}'
+    assert by_id["status:mail"]["content"] == '{"new":1}'  # compact: a space is a token
 
 
 async def test_stable_blocks_come_first_in_context_order_then_by_id(root: Path) -> None:

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from hivemind.clock import utcnow
 from hivemind.memory.mailids import mail_entry_id
 
-# `json.dumps(value, sort_keys=True, default=str)`, without a new encoder per call.
-_VALUE_JSON = json.JSONEncoder(sort_keys=True, default=str).encode
+# Compact `json.dumps(value, sort_keys=True, default=str)`, without a new encoder per call.
+_VALUE_JSON = json.JSONEncoder(sort_keys=True, default=str, separators=(",", ":")).encode
 
 # History ids must be unique within a process even for identical actions.
 _history_seq = itertools.count(1)
