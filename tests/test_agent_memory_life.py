@@ -469,3 +469,21 @@ async def test_steps_of_a_task_taken_away_are_not_shown_to_the_next_cycle(
 
     history = [e["content"] for e in seen if e["metadata"]["type"] == "history"]
     assert not any("t1 draft" in h for h in history), history
+
+
+async def test_a_read_step_names_what_was_read_whose_text_stays_in_view(
+    hive: Hive, api: FakeAnthropic
+) -> None:
+    """A read_file step's entry said the first 200 characters of the text again, next to
+    the pinned file that shows it whole: it says what was read, once."""
+    life = Life(hive, api)
+    (hive.workspace_dir / "data.md").write_text("# Data\n\nThe figure is 42.\n")
+    life.task("t1")
+    life.mail("go")
+    await life.cycle([life.call("read_file", path="workspace/data.md")])
+    life.mail("more")
+    seen = await life.cycle()
+    [step] = [e for e in seen if e["id"].endswith(":read_file")]
+    assert step["content"] == ('read_file: {"path":"workspace/data.md"} -> '
+                               "workspace/data.md (lines 1-3 of 3)")
+    assert "The figure is 42." in entry(seen, "workspace/data.md")["content"]

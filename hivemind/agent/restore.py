@@ -19,7 +19,7 @@ from typing import Any
 from hivemind.agent.audit import AuditLog
 from hivemind.agent.concerns import concerned_tasks
 from hivemind.agent.record import CycleRecord
-from hivemind.agent.toolrun import short
+from hivemind.agent.toolrun import short, step_result
 from hivemind.clock import utcnow
 from hivemind.memory.blocks import HistoryBlock, Priority
 from hivemind.memory.earlier import FIRST_KEPT, LINES_KEPT, add_skipped, fold
@@ -58,8 +58,8 @@ def _record_steps(rec: CycleRecord, at: datetime, held: set[str]) -> Iterator[_S
         args: Mapping[str, Any] = call.input if isinstance(call.input, Mapping) else {}
         ids = [t for t in concerned_tasks(args, rec.tasks) if t in held]
         if ids:
-            result = ("error: " if call.error else "") + short(
-                str(call.result if call.result is not None else ""), 200)
+            result = step_result(call.name, str(call.result if call.result is not None
+                                                else ""), bool(call.error))
             yield _Step(call.name, short(call.input, 200), result, at, rec.cycle, ids)
     ids = [t for t in rec.tasks if t in held]
     if rec.text and ids:

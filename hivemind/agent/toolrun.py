@@ -34,6 +34,14 @@ def short(value: Any, limit: int = SUMMARY_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def step_result(name: str, content: str, is_error: bool) -> str:
+    """What a step's history entry says came of it: the result, cut to 200 characters;
+    of a read_file, its first line (what was read): the text itself stays in view."""
+    if name == "read_file" and not is_error:
+        content = content.split("\n", 1)[0]
+    return ("error: " if is_error else "") + short(content, 200)
+
+
 def _finished(result: ToolResult) -> asyncio.Task[ToolResult]:
     """A result that needs no running, as a task among the round's others."""
 
@@ -148,7 +156,7 @@ class ToolRunner:
             HistoryBlock(
                 action=call.name,
                 detail=short(call.input, 200),
-                result=("error: " if result.is_error else "") + short(result.content, 200),
+                result=step_result(call.name, result.content, result.is_error),
                 priority=Priority.MEDIUM,
                 metadata={"task_ids": concerned, "cycle": self.cycle_no},
             )
