@@ -6,11 +6,13 @@ agents lead, researcher and writer, its knowledge/ and tasks/) and a fresh
 by the cycle's own code (`agent/inspect.py`'s `request_of`, what `hivemind inspect
 AGENT --request --json` shows): idle with one mail ("Hello", as `hivemind send`
 delivers it), and its first task (the example hive's tasks/, routed as the daemon
-would; the init hive: one task). Tokens are counted with the runtime's own counter
-(tiktoken cl100k, what the context budget is counted in): the tool specs as compact
-JSON, the system prompt, the context by entry type. Then a run of each hive with the
-offline provider: the share of each cycle's request a prompt cache could serve (the
-prefix it has in common with the same agent's request before it).
+would; the init hive: one task). Then a task under way: the request of the third
+cycle on a task (two cycles of steps in view), from a run with a scripted model.
+Tokens are counted with the runtime's own counter (tiktoken cl100k, what the context
+budget is counted in): the tool specs as compact JSON, the system prompt, the context
+by entry type. Then a run of each hive with the offline provider: the share of each
+cycle's request a prompt cache could serve (the prefix it has in common with the same
+agent's request before it).
 
     python bench/bench_prompt.py            # the runs: 12 tasks, 6 mails
     python bench/bench_prompt.py --quick    # 4 tasks, 2 mails
@@ -81,6 +83,18 @@ BEFORE: dict[tuple[str, str, str], dict[str, int]] = {
                                     "message": 90, "status": 40, "total": 1778},
     ("init", "assistant", "task"): {"system": 542, "tools": 951, "knowledge": 153,
                                     "task": 173, "status": 45, "total": 1866},
+    ("example", "lead", "task, 3rd cycle"): {
+        "system": 648, "tools": 951, "knowledge": 548, "history": 554, "context": 122,
+        "task": 101, "status": 45, "total": 2970},
+    ("example", "researcher", "task, 3rd cycle"): {
+        "system": 538, "tools": 951, "knowledge": 548, "history": 554, "context": 122,
+        "task": 102, "status": 45, "total": 2861},
+    ("example", "writer", "task, 3rd cycle"): {
+        "system": 543, "tools": 951, "knowledge": 294, "history": 554, "context": 122,
+        "task": 101, "status": 45, "total": 2611},
+    ("init", "assistant", "task, 3rd cycle"): {
+        "system": 542, "tools": 951, "knowledge": 153, "history": 553, "context": 122,
+        "task": 101, "status": 45, "total": 2468},
 }
 BEFORE_PREFIX = {"example": "82% (min 70%)", "init": "82% (min 73%)"}
 TARGETS = {"idle": 1800, "task": 2400, "task, 3rd cycle": 2400}
@@ -261,12 +275,14 @@ def _n(value: int | None) -> str:
 
 def request_table(now: dict[tuple[str, str, str], dict[str, int]]) -> Table:
     table = Table(title="request tokens by part (cl100k): before → now")
-    for col in ("hive", "agent", "request", *PARTS, "total", "target"):
-        table.add_column(col, justify="left" if col in ("hive", "agent", "request") else "right")
+    shown = [p for p in PARTS if any(p in r for r in (*now.values(), *BEFORE.values()))]
+    for col in ("hive", "agent", "request", *shown, "total", "target"):
+        table.add_column(col, justify="left" if col in ("hive", "agent", "request") else "right",
+                         no_wrap=True)
     for key, got in now.items():
         before = BEFORE.get(key, {})
         cells = []
-        for part in (*PARTS, "total"):
+        for part in (*shown, "total"):
             b, g = before.get(part), got.get(part)
             cells.append(_n(g) if b is None or b == g else f"{_n(b)} → {_n(g)}")
         target = TARGETS[key[2]]
@@ -286,7 +302,7 @@ def main() -> None:
         reuse = {name: prefix_reuse(Path(tmp), name, 4 if args.quick else 12,
                                     2 if args.quick else 6)
                  for name in HIVES}
-    console = Console(width=160)
+    console = Console(width=200)
     console.print(request_table(now))
     prefix = Table(title="cacheable prefix over consecutive cycles of an agent (offline run)")
     for col in ("hive", "before", "now: median (min)", "cycles", "target"):
