@@ -2,9 +2,10 @@
 
 Only the kept blocks are loaded (concurrently, through the loader's cache).
 Entries are ordered stable-first (ROM, knowledge, files) then volatile, and by
-id within a type, so unchanged inputs give byte-identical JSON and the stable
-prefix can carry the provider's prompt-cache mark. After loading, real token
-counts replace the estimates and the hard budget is enforced.
+id within a type (mail: oldest first), so unchanged inputs give byte-identical JSON
+and the stable prefix can carry the provider's prompt-cache mark. An entry leaves
+out what it would say twice (see `_tail` and the blocks' `said_already`). After
+loading, real token counts replace the estimates and the hard budget is enforced.
 """
 
 from __future__ import annotations
