@@ -196,3 +196,37 @@ def test_a_steps_call_is_recorded_as_compact_json() -> None:
     assert short(call) == '{"path":"workspace/a.md","content":"Two lines,\\nwith: colons."}'
     assert json.loads(short(call)) == call  # still the call, read back whole
     assert short("plain text, as it is") == "plain text, as it is"
+
+
+def test_a_task_entry_shows_the_front_matter_its_metadata_does_not(hive: Hive) -> None:
+    write_agent(hive, "worker")
+    task = hive.tasks_dir / "notes.md"
+    text = ("---\nid: notes-0-2\ntitle: Write the notes\npriority: high\nassignee: worker\n"
+            "project: hivemind\nreply_to: lead\ncreated_by: lead\n---\n# Write the notes\n\n"
+            "Collect the changes.\n")
+    task.write_text(text)
+    [entry] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "task"]
+    meta = entry["metadata"]
+    assert (meta["task_id"], meta["title"], meta["project"], meta["reply_to"]) == (
+        "notes-0-2", "Write the notes", "hivemind", "lead")  # said here, typed...
+    assert entry["content"] == ("---\npriority: high\nassignee: worker\ncreated_by: lead\n"
+                                "---\n# Write the notes\n\nCollect the changes.\n")  # ...once
+    assert task.read_text() == text  # the file is as it was
+
+
+@pytest.mark.parametrize(
+    ("front", "content"),
+    [
+        pytest.param("id: t1\ntitle: Do it\n", "# Do it\n\nNow.\n", id="all-said: no fence"),
+        pytest.param("created_by: lead\n", None, id="a-field-not-in-metadata-stays"),
+        pytest.param("title: 'Do it'\n", "# Do it\n\nNow.\n", id="quoted"),
+    ],
+)
+def test_front_matter_lines_go_only_when_the_metadata_says_the_same(
+    hive: Hive, front: str, content: str | None
+) -> None:
+    write_agent(hive, "worker")
+    text = f"---\n{front}---\n# Do it\n\nNow.\n"
+    (hive.tasks_dir / "t1.md").write_text(text)
+    [entry] = [e for e in entries(hive, "worker") if e["metadata"]["type"] == "task"]
+    assert entry["content"] == (text if content is None else content)

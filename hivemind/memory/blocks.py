@@ -110,6 +110,8 @@ class MemoryBlockBase(BaseModel):
     private_metadata: ClassVar[frozenset[str]] = frozenset()
     # False: its entry shows no time (one that tells the model nothing it acts on).
     timed: ClassVar[bool] = True
+    # Its text opens with front matter whose fields its metadata says (key → alias).
+    front_matter_aliases: ClassVar[dict[str, str] | None] = None
 
     id: str = ""
     priority: Priority = Priority.MEDIUM
@@ -269,6 +271,7 @@ class TaskBlock(MemoryBlockBase):
 
     rank: ClassVar[int] = 5
     text_of_fields: ClassVar[bool] = True
+    front_matter_aliases: ClassVar[dict[str, str] | None] = {"id": "task_id"}
 
     @model_validator(mode="after")
     def _default_id(self) -> TaskBlock:

@@ -25,6 +25,7 @@ from hivemind.memory.blocks import AnyBlock, BlockType, FileRef, Priority
 from hivemind.memory.budget import block_cap
 from hivemind.memory.compressor import MemoryCompressor
 from hivemind.memory.loader import ContentLoader, LoadedContent
+from hivemind.memory.repeats import without_repeated_fields
 from hivemind.memory.restamp import same_but_timestamp
 from hivemind.memory.selector import Dropped, Selection
 from hivemind.memory.tokens import TokenCounter
@@ -286,6 +287,12 @@ class ContextBuilder:
         else:
             text, tokens, digest, note = source.text, source.tokens, source.digest, source.note
             decoded = source.encoding
+        stamp, meta = self._meta(block)
+        aliases = block.front_matter_aliases
+        if aliases is not None:  # its front matter: only what the metadata does not say
+            shown = without_repeated_fields(text, meta, aliases)
+            if shown is not text:  # counted and escaped anew (not the file's)
+                text, tokens, digest = shown, self.counter.count_json(shown), None
         escaped: str | None = None
         compressor = self.compressor
         if compressor is not None and cap is not None and tokens > cap and note is None:
@@ -303,18 +310,6 @@ class ContextBuilder:
                 note = "compressed"
         if escaped is None:
             escaped = self._escape(text, digest)
-        stamp: str | None = _stamp(block) if block.timed else None
-        meta: dict[str, Any] = {"type": _TYPE_NAMES[block.type]}
-        if stamp is not None:
-            meta["timestamp"] = stamp
-        private = block.private_metadata
-        if private:
-            meta.update((k, v) for k, v in block.metadata.items() if k not in private)
-        else:
-            meta.update(block.metadata)
-        meta.update(block.type_metadata())
-        if meta.get("timestamp") is not stamp:  # the metadata has a timestamp of its own
-            stamp = None
         for said in block.said_already(meta, text):
             del meta[said]
         if decoded is not None:  # the model should not take its odd characters as data
@@ -337,6 +332,24 @@ class ContextBuilder:
             stamp=stamp,
             cap=cap,
         )
+
+    @staticmethod
+    def _meta(block: AnyBlock) -> tuple[str | None, dict[str, Any]]:
+        """(the timestamp shown, None if none or the metadata's own; the entry's metadata
+        before what its text says is taken out)."""
+        stamp: str | None = _stamp(block) if block.timed else None
+        meta: dict[str, Any] = {"type": _TYPE_NAMES[block.type]}
+        if stamp is not None:
+            meta["timestamp"] = stamp
+        private = block.private_metadata
+        if private:
+            meta.update((k, v) for k, v in block.metadata.items() if k not in private)
+        else:
+            meta.update(block.metadata)
+        meta.update(block.type_metadata())
+        if meta.get("timestamp") is not stamp:  # the metadata has a timestamp of its own
+            stamp = None
+        return stamp, meta
 
     def _small_count(self, text: str, raw: bool = False) -> int:
         """Tokens of a short text (raw: as is, else as a JSON string), memoised by text."""
