@@ -22,13 +22,13 @@ from hivemind.tools.base import Footprint, Tool, ToolContext
 class RememberInput(BaseModel):
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     importance: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="0 trivial to 1 essential (default: judged)"
+        default=None, ge=0.0, le=1.0, description="0 trivial to 1 essential"
     )
     scope: Literal["task", "project", "global"] = Field(
-        default="project", description="project (global when the task has none: it then "
-        "waits for a person's OK, as everything global from work of no project does)")
+        default="project",
+        description="global (so project with no project) waits for a person's OK")
     preference: bool = Field(
-        default=False, description="A lasting preference (a global one waits for a person's OK)"
+        default=False, description="a lasting preference"
     )
 
 
@@ -36,9 +36,9 @@ class RecallInput(BaseModel):
     query: str = Field(min_length=1, max_length=1_000)
     k: int = Field(default=5, ge=1, le=20)
     domain: str | None = Field(
-        default=None, max_length=200, description="Only memories of this domain (e.g. billing)")
+        default=None, max_length=200, description="only memories of this domain")
     task_type: str | None = Field(
-        default=None, max_length=200, description="Only memories of this kind of task (e.g. fix)")
+        default=None, max_length=200, description="only memories of this task type")
 
 
 def _goal(ctx: ToolContext, ref: TaskRef | None) -> Goal:
@@ -118,7 +118,7 @@ def end_task_memory(ctx: ToolContext, ref: TaskRef, success: bool) -> dict[str, 
 MEMORY_TOOLS: list[Tool[Any]] = [
     Tool(
         "remember",
-        "Store a fact, decision or lesson in the hive's long-term memory.",
+        "Store a fact, decision or lesson in long-term memory.",
         RememberInput,
         remember,
         # It reads memory too: an equal memory is updated, not stored twice.
@@ -126,7 +126,7 @@ MEMORY_TOOLS: list[Tool[Any]] = [
     ),
     Tool(
         "recall",
-        "Search the hive's long-term memory; best matches first, with scores.",
+        "Search long-term memory; best matches first, with scores.",
         RecallInput,
         recall,
         touches=Footprint.of(reads=["tasks", "memory"]),
