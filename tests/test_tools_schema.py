@@ -58,6 +58,7 @@ def test_optional_fields_lose_their_null_branch_but_keep_their_constraints() -> 
             "body": {"type": "string", "minLength": 1, "maxLength": 100_000},
             "reason": {"type": "string", "maxLength": 2000},
             "waiting_for": {"type": "string", "maxLength": 500},
+            "tag": {"type": "string", "maxLength": 40},
             "to": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
         },
         "required": ["body"], "title": "X", "type": "object",
@@ -67,7 +68,8 @@ def test_optional_fields_lose_their_null_branch_but_keep_their_constraints() -> 
     assert props["k"] == {"type": "integer", "default": 0}  # a number is said
     assert props["body"] == {"type": "string"}  # non-empty and a safety cap: the tool checks
     assert props["reason"] == {"type": "string"}  # no reason comes near it: a safety cap
-    assert props["waiting_for"]["maxLength"] == 500  # a limit the model should know
+    assert props["waiting_for"] == {"type": "string"}  # a safety cap too
+    assert props["tag"]["maxLength"] == 40  # a limit the model should know
     assert props["to"] == {"type": ["string", "array"], "items": {"type": "string"}}
 
 
@@ -124,3 +126,10 @@ def test_the_compact_specs_still_accept_and_refuse_what_the_tools_do() -> None:
     bounds = remember.spec().input_schema["properties"]["importance"]
     remember.input_model.model_validate({"content": "x", "importance": bounds["maximum"]})
     remember.input_model.model_validate({"content": "x", "importance": bounds["minimum"]})
+
+
+async def test_a_title_past_its_unsaid_cap_is_refused_naming_it(hive: Hive) -> None:
+    ctx = make_ctx(hive)
+    content, is_error = await call(ctx, "create_task", title="t" * 201)
+    assert is_error and "title" in content and "200" in content
+    assert not list(hive.tasks_dir.glob("*.md"))  # nothing was created

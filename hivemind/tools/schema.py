@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-SAFETY_CAP = 1_000
+SAFETY_CAP = 200
 """A `maxLength` from here up is a safety cap, not guidance for the model: no title,
-subject or note it is asked for comes near it (a text past it is refused, saying so)."""
+subject, tag or note it is asked for comes near it (a text past it is refused, saying
+so)."""
 
 _NULL = {"type": "null"}
 
