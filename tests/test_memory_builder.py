@@ -6,6 +6,7 @@ import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -345,3 +346,21 @@ async def test_a_history_entry_says_its_action_once_in_its_text(root: Path) -> N
     assert entry["content"] == "write_file: workspace/a.md -> written"
     assert entry["id"].endswith(":write_file")
     assert "action" not in entry["metadata"] and entry["metadata"]["cycle"] == 3
+
+
+@pytest.mark.parametrize(
+    ("block", "meta"),
+    [
+        pytest.param(ContextBlock(context_type="followup", summary="You hold t1 (Do it).",
+                                  related_ids=["t1"], timestamp=NOW), {}, id="all-said"),
+        pytest.param(ContextBlock(id="context:earlier:t1", context_type="earlier",
+                                  summary="Steps of t1.", related_ids=["t1", "t2"],
+                                  timestamp=NOW),
+                     {"context_type": "earlier", "related_ids": ["t1", "t2"]}, id="not-said"),
+    ],
+)
+async def test_a_summary_entry_says_its_type_and_ids_once(
+    root: Path, block: ContextBlock, meta: dict[str, Any]
+) -> None:
+    [entry] = (await Engine(root).build([block])).entries
+    assert {k: v for k, v in entry["metadata"].items() if k not in ("type", "timestamp")} == meta

@@ -467,8 +467,10 @@ class ContextBlock(MemoryBlockBase):
         return self.summary
 
     def type_metadata(self) -> dict[str, Any]:
-        meta: dict[str, Any] = {"context_type": self.context_type}
-        if self.related_ids:
+        # Neither a type its id says (`context:<type>`) nor ids its summary names.
+        meta: dict[str, Any] = ({} if self.id == f"context:{self.context_type}"
+                                else {"context_type": self.context_type})
+        if any(r not in self.summary for r in self.related_ids):
             meta["related_ids"] = list(self.related_ids)
         return meta
 
