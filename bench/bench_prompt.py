@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import shutil
 import statistics
 import sys
@@ -295,6 +296,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="4 tasks and 2 mails for the run")
     args = parser.parse_args()
+    # A copied hive is not trusted: its MCP servers do not start (and would say so for
+    # every request built); the requests are measured as they are sent, without them.
+    logging.getLogger("hivemind").setLevel(logging.ERROR)
     counter = TokenCounter()
     with tempfile.TemporaryDirectory(prefix="bench-prompt-") as tmp:
         now = measure_requests(Path(tmp), counter)
