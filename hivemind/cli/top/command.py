@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
-from hivemind.cli.common import HiveArgument, HiveOption, folder_given, resolve_hive
+from hivemind.cli.common import HiveArgument, HiveOption, fail, folder_given, resolve_hive
 
 
 def register(app: typer.Typer) -> None:
@@ -24,6 +26,11 @@ def top_command(directory: HiveArgument = None, hive: HiveOption = None) -> None
     shows the agent's recent turns, Tab moves between panels, q quits.
     """
     where = resolve_hive(folder_given(directory, hive))
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # Without a terminal the dashboard would write escape codes into a pipe forever.
+        fail("hivemind top needs a terminal (its input or output is not one); "
+             "`hivemind status` (--json for scripts) shows the hive once, "
+             "`hivemind log -f` follows what the agents do")
     from hivemind.cli.top.app import TopApp  # textual loads only for this command
 
     TopApp(where).run()
