@@ -92,6 +92,8 @@ def _services(hive: Hive) -> Iterator[HiveServices]:
     """The hive's services for a look: the offline provider (nothing is sent), and the
     long-term memory read-only, if there is one (none is created)."""
     services = HiveServices.open(hive, OfflineProvider())
+    # The report names the looked-at agent's own problems; every agent's are `status`'s.
+    services.roms.tells_problems = False
     store: SQLiteBackend | None = None
     if hive.memory_db.is_file():
         # Read-only: a look writes nothing, and a read-only hive can be looked at.
@@ -198,6 +200,7 @@ async def _inspect(
         "estimated_used": sel.used,
         "pending_tasks_shown": waiting,
         "config_error": agent.config_error,
+        "problems": services.roms.warnings(name),
         "blocks": rows,
         "tokens_by_type": by_type,
         "notes_left_out": [{"id": b.id, "reason": r} for b, r in agent.context.shelf.left_out()],
@@ -223,5 +226,7 @@ async def request_of(hive: Hive, name: str, budget: int | None = None) -> dict[s
         "context_stable_chars": len(request.context_stable),
         "context_tokens": request.context_tokens,
         "pending_tasks_shown": look.waiting,
+        "config_error": look.agent.config_error,
+        "problems": services.roms.warnings(name),
         "mcp_servers": list(look.cfg.mcp),  # their tools: only where the daemon runs them
     }

@@ -11,7 +11,14 @@ from rich.box import SIMPLE_HEAD
 from rich.markup import escape
 from rich.table import Table
 
-from hivemind.cli.common import HiveOption, JsonOption, console, fail, resolve_hive
+from hivemind.cli.common import (
+    HiveOption,
+    JsonOption,
+    console,
+    err_console,
+    fail,
+    resolve_hive,
+)
 from hivemind.errors import ConfigError, CriticalOverBudgetError, UnknownAgentError
 
 
@@ -49,6 +56,9 @@ def _print_report(report: dict[str, Any]) -> None:
     if report["config_error"]:
         console.print(f"[red]ROM error (last good config used):[/] "
                       f"{escape(report['config_error'])}", highlight=False)
+    for problem in report["problems"]:
+        console.print(f"[yellow]agents/{escape(report['agent'])}/ROM.md:[/] {escape(problem)}",
+                      highlight=False, soft_wrap=True)
 
 
 NOTES_SHOWN = 20
@@ -74,6 +84,13 @@ def _print_request(req: dict[str, Any]) -> None:
     if req["pending_tasks_shown"]:
         console.print(f"({req['pending_tasks_shown']} pending task(s) shown as this agent "
                       "would get them at its next cycle)", highlight=False)
+    # On stderr: stdout stays the request as sent, to diff or to pipe.
+    if req["config_error"]:
+        err_console.print(f"ROM error (last good config used): {req['config_error']}",
+                          markup=False, highlight=False, soft_wrap=True)
+    for problem in req["problems"]:
+        err_console.print(f"agents/{req['agent']}/ROM.md: {problem}", markup=False,
+                          highlight=False, soft_wrap=True)
 
 
 def _summary(report: dict[str, Any]) -> list[str]:
