@@ -6,11 +6,13 @@ pydantic error dump; the caller adds the file and the line.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable
-from typing import Any
+import types
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 Loc = tuple[int | str, ...]
@@ -47,8 +49,50 @@ _UNKNOWN_FIELD_HINTS = {
 """Fields people give in the wrong place, and where they belong."""
 
 
-def describe(error: ErrorDetails) -> str:
-    """One error as `field must be ... (got ...)`."""
+def did_you_mean(given: str, known: Sequence[str]) -> str:
+    """` (did you mean `tools`?)` when `given` is close to one of `known`, else ``."""
+    close = difflib.get_close_matches(given, sorted(known), 1, 0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def known_fields(model: type[BaseModel], parent: Loc) -> list[str]:
+    """The keys the table at `parent` of `model` takes (`('agents',)`: [agents]'s), with
+    their aliases; [] where no model says."""
+    current: Any = model
+    key_next = False
+    for part in parent:
+        if key_next:  # a mapping's key, such as the model of [pricing."<model>"]
+            key_next = False
+            continue
+        fields = getattr(current, "model_fields", None)
+        if not isinstance(part, str) or not isinstance(fields, dict):
+            return []
+        by_key = {(info.alias or name): info for name, info in fields.items()}
+        info = fields.get(part) or by_key.get(part)
+        if info is None:
+            return []
+        current, key_next = _inner(info.annotation)
+    fields = getattr(current, "model_fields", None)
+    if not isinstance(fields, dict):
+        return []
+    return sorted({k for name, info in fields.items() for k in (name, info.alias) if k})
+
+
+def _inner(annotation: Any) -> tuple[Any, bool]:
+    """The type a field's table holds, and whether a key (a mapping's) comes first."""
+    origin = get_origin(annotation)
+    if origin in (dict, Mapping):
+        return _inner(get_args(annotation)[1])[0], True
+    if origin in (Union, types.UnionType):
+        for arg in get_args(annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                return arg, False
+    return annotation, False
+
+
+def describe(error: ErrorDetails, known: Sequence[str] = ()) -> str:
+    """One error as `field must be ... (got ...)`; `known`: the keys its table takes,
+    for an unknown one's "did you mean"."""
     field = field_name(error["loc"])
     kind = error["type"]
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
@@ -90,7 +134,9 @@ def describe(error: ErrorDetails) -> str:
         return f"{field} is required"
     if kind == "extra_forbidden":
         hint = _UNKNOWN_FIELD_HINTS.get(field)
-        return f"{field} is not a known field" + (f": {hint}" if hint else "")
+        if hint:
+            return f"{field} is not a known field: {hint}"
+        return f"{field} is not a known field{did_you_mean(str(error['loc'][-1]), known)}"
     if kind == "string_pattern_mismatch":
         return f"{field} must match {ctx.get('pattern')}{got}"
     if kind == "string_too_short":
@@ -106,14 +152,19 @@ SHOWN = 5
 
 
 def every_problem(
-    exc: ValidationError, line_of: Callable[[Loc], int | None] = lambda loc: None
+    exc: ValidationError, line_of: Callable[[Loc], int | None] = lambda loc: None,
+    model: type[BaseModel] | None = None,
 ) -> tuple[int | None, str]:
     """The first problem's line, and every problem in one line a person can act on:
-    `a must be ...; line 5: b must be ...` (the first one's line is the caller's to show)."""
+    `a must be ...; line 5: b must be ...` (the first one's line is the caller's to show;
+    `model`, the one validated, tells the keys an unknown one may have meant)."""
     errors = exc.errors(include_url=False)
     parts, first_line = [], None
     for n, error in enumerate(errors[:SHOWN]):
-        line, text = line_of(tuple(error["loc"])), describe(error)
+        loc = tuple(error["loc"])
+        unknown = model is not None and error["type"] == "extra_forbidden"
+        known = known_fields(model, loc[:-1]) if model is not None and unknown else []
+        line, text = line_of(loc), describe(error, known)
         if n == 0:
             first_line = line
         elif line is not None:

@@ -75,7 +75,7 @@ def parse_hive_config(hive: Hive, raw: bytes) -> HiveConfig:
     try:
         return HiveConfig.model_validate(data)
     except ValidationError as exc:
-        line, problem = every_problem(exc, lambda loc: _line_of(text, loc))
+        line, problem = every_problem(exc, lambda loc: _line_of(text, loc), HiveConfig)
         where = f"line {line}: " if line else ""
         raise ConfigError(f"{path}: {where}{problem}") from None
     except RecursionError:

@@ -28,7 +28,7 @@ from hivemind.hive.document import (
 )
 from hivemind.hive.models import Message, Task
 from hivemind.hive.romfront import ToolFieldError, read_front
-from hivemind.problems import every_problem
+from hivemind.problems import did_you_mean, every_problem
 from hivemind.settings import AgentConfig, AgentSettings
 
 __all__ = [
@@ -84,7 +84,8 @@ def _known_and_extra(doc: Document, known: frozenset[str]) -> tuple[dict[str, An
             extra[key] = value
             line = doc.line_of((key,))
             where = f"line {line}: " if line else ""
-            logger.warning("%s: %sunknown field %r kept as extra", doc.path, where, key)
+            logger.warning("%s: %sunknown field %r kept as extra%s", doc.path, where, key,
+                           did_you_mean(str(key), sorted(known)))
     return fields, extra
 
 
