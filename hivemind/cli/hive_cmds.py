@@ -1,4 +1,5 @@
-"""`hivemind init`, `task add`, `send`, `status`: the hive's files from the command line."""
+"""`hivemind task add`, `send`, `status` (and `init`, from `init_cmd`): the hive's files
+from the command line."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from hivemind.cli.common import (
     shown_path,
 )
 from hivemind.cli.hive_status import HiveStatus, hive_status
+from hivemind.cli.init_cmd import init_command
 from hivemind.cli.mcp_status import print_mcp_servers
 from hivemind.cli.spend import AgentSpend, spend_today
 from hivemind.cli.task_list import STATES, list_tasks
@@ -38,10 +40,8 @@ from hivemind.hive import frontmatter
 from hivemind.hive.document import Document, parse
 from hivemind.hive.frontmatter import task_from_document
 from hivemind.hive.layout import HUMAN
-from hivemind.hive.locate import enclosing_hive
 from hivemind.hive.mailbox import BROADCAST, PostOffice
 from hivemind.hive.models import Task, TaskPriority
-from hivemind.hive.scaffold import EXAMPLE_AGENT, scaffold
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.trust import ignored_line
 from hivemind.problems import first_problem
@@ -56,50 +56,11 @@ def register(app: typer.Typer) -> None:
     """Add this module's commands to the `hivemind` app."""
     app.command("init", short_help="Create a hive: folders, hive.toml, an example agent.")(
         init_command
-    )
+    )  # here: the commands are listed in the order they are added
     app.add_typer(task_app, name="task", short_help="Give the agents work (files in tasks/).")
     app.command("send", short_help="Send a message from you (human) to agents.")(send_command)
     app.command("status", short_help="Agents, tasks, unread mail, rejected files, the daemon.")(
         status_command
-    )
-
-
-# -- init ------------------------------------------------------------------------
-
-
-def init_command(
-    directory: HiveArgument = None,
-    hive: HiveOption = None,
-) -> None:
-    """Create a hive: folders, a commented hive.toml, an example agent and a README.
-
-    Existing files are never overwritten; running it again only adds what is missing.
-    """
-    target = folder_given(directory, hive) or Path.cwd()
-    if target.exists() and not target.is_dir():
-        fail(f"{target}: exists and is not a folder")
-    try:
-        report = scaffold(target)
-    except OSError as exc:
-        fail(f"{target}: cannot create the hive: {exc.strerror}")
-    root = report.hive.root
-    inside = enclosing_hive(root)
-    if inside is not None and report.created:
-        err_console.print(f"[yellow]note:[/] {escape(shown_path(root))} is inside the hive "
-                          f"{escape(shown_path(inside))}: commands run below it now find this "
-                          "one", highlight=False, soft_wrap=True)
-    for path in report.created:
-        console.print(f"[green]created[/] {path.relative_to(root)}", highlight=False)
-    for path in report.skipped:
-        console.print(f"[yellow]kept[/]    {path.relative_to(root)} (exists)", highlight=False)
-    where = shown_path(root)
-    console.print(
-        f"\nHive ready in [bold]{where}[/]. Next:\n"
-        f'  hivemind task add "Write a haiku about bees" --hive {where}\n'
-        f"  hivemind run {where}    (with $ANTHROPIC_API_KEY set; --offline: no model)\n"
-        f"  hivemind status {where}\n"
-        f"Read {where}/README.md for how tasks, mail and agents/{EXAMPLE_AGENT}/ROM.md work.",
-        highlight=False,
     )
 
 

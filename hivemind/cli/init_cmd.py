@@ -1,0 +1,55 @@
+"""`hivemind init`: create a hive, or add what is missing to one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+
+from hivemind.cli.common import (
+    HiveArgument,
+    HiveOption,
+    console,
+    err_console,
+    fail,
+    folder_given,
+    shown_path,
+)
+from hivemind.hive.locate import enclosing_hive
+from hivemind.hive.scaffold import EXAMPLE_AGENT, scaffold
+
+
+def init_command(
+    directory: HiveArgument = None,
+    hive: HiveOption = None,
+) -> None:
+    """Create a hive: folders, a commented hive.toml, an example agent and a README.
+
+    Existing files are never overwritten; running it again only adds what is missing.
+    """
+    target = folder_given(directory, hive) or Path.cwd()
+    if target.exists() and not target.is_dir():
+        fail(f"{target}: exists and is not a folder")
+    try:
+        report = scaffold(target)
+    except OSError as exc:
+        fail(f"{target}: cannot create the hive: {exc.strerror}")
+    root = report.hive.root
+    inside = enclosing_hive(root)
+    if inside is not None and report.created:
+        err_console.print(f"[yellow]note:[/] {escape(shown_path(root))} is inside the hive "
+                          f"{escape(shown_path(inside))}: commands run below it now find this "
+                          "one", highlight=False, soft_wrap=True)
+    for path in report.created:
+        console.print(f"[green]created[/] {path.relative_to(root)}", highlight=False)
+    for path in report.skipped:
+        console.print(f"[yellow]kept[/]    {path.relative_to(root)} (exists)", highlight=False)
+    where = shown_path(root)
+    console.print(
+        f"\nHive ready in [bold]{where}[/]. Next:\n"
+        f'  hivemind task add "Write a haiku about bees" --hive {where}\n'
+        f"  hivemind run {where}    (with $ANTHROPIC_API_KEY set; --offline: no model)\n"
+        f"  hivemind status {where}\n"
+        f"Read {where}/README.md for how tasks, mail and agents/{EXAMPLE_AGENT}/ROM.md work.",
+        highlight=False,
+    )
