@@ -20,6 +20,7 @@ HiveOption = Annotated[
     Path | None,
     typer.Option(
         "--hive",
+        metavar="DIR",
         help="The hive folder (default: $HIVEMIND_HIVE, else the hive the current folder "
         "is in).",
         show_default=False,

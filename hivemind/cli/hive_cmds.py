@@ -113,13 +113,17 @@ def task_add(
     title: Annotated[str, typer.Argument(help="What to do, in a few words (the task's title).")],
     assignee: Annotated[
         str | None,
-        typer.Option(help="The agent that should do it (default: routed by skills, then load)."),
+        typer.Option(metavar="AGENT",
+                     help="The agent that should do it (default: routed by skills, then load)."),
     ] = None,
     priority: Annotated[
         str | None,
-        typer.Option(help="critical, high, medium or low (default: medium).", show_default=False),
+        typer.Option(metavar="LEVEL", help="critical, high, medium or low (default: medium).",
+                     show_default=False),
     ] = None,
-    project: Annotated[str | None, typer.Option(help="Project the task belongs to.")] = None,
+    project: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Project the task belongs to.")
+    ] = None,
     depends_on: Annotated[
         list[str] | None,
         typer.Option(
@@ -137,13 +141,15 @@ def task_add(
         Path | None,
         typer.Option(
             "--file",
+            metavar="PATH",
             help="A Markdown file with the details (`-`: read standard input): its body is "
             "the task's body, and the fields of its front matter count as the task's, where "
             "no option here sets them.",
         ),
     ] = None,
     task_id: Annotated[
-        str | None, typer.Option("--id", help="The task id (default: made from the title).")
+        str | None,
+        typer.Option("--id", metavar="ID", help="The task id (default: made from the title)."),
     ] = None,
     hive: HiveOption = None,
     as_json: JsonOption = False,
@@ -276,7 +282,7 @@ def send_command(
         typer.Option("--to", metavar="AGENT",
                      help=f"Recipient agent (repeat for several; '{BROADCAST}' = all)."),
     ],
-    subject: Annotated[str, typer.Option(help="A short subject line.")] = "",
+    subject: Annotated[str, typer.Option(metavar="TEXT", help="A short subject line.")] = "",
     hive: HiveOption = None,
     as_json: JsonOption = False,
 ) -> None:

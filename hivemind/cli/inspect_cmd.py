@@ -136,7 +136,8 @@ def register(app: typer.Typer) -> None:
         hive: HiveOption = None,
         budget: Annotated[
             int | None,
-            typer.Option("--budget", min=1, help="Token budget for the context (default: "
+            typer.Option("--budget", min=1, metavar="TOKENS",
+                         help="Token budget for the context (default: "
                          "the ROM's max_context_tokens less the output reserve, the system "
                          "prompt with its team list and the tool definitions; at least "
                          "1,000).", show_default=False),

@@ -82,7 +82,8 @@ def register(app: typer.Typer) -> None:
             typer.Option("--agents", metavar="NAMES", help="Run only these agents: a,b,c."),
         ] = None,
         max_cycles: Annotated[
-            int | None, typer.Option("--max-cycles", min=1, help="Stop after N think-cycles.")
+            int | None,
+            typer.Option("--max-cycles", min=1, metavar="N", help="Stop after N think-cycles."),
         ] = None,
         poll: Annotated[
             bool, typer.Option("--poll", help="Poll the folder (network filesystems).")
@@ -108,7 +109,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[
             int | None,
             typer.Option(
-                "--workers", min=1, max=64,
+                "--workers", min=1, max=64, metavar="N",
                 help="Spread the agents over N processes, one core each (default: "
                 "[daemon] workers of hive.toml, else auto: one process per core, one for "
                 "every 16 agents at most). The cap on model calls is shared among them.",

@@ -155,7 +155,8 @@ def _cycle_line(c: TaskCycle) -> str:
 def task_cancel(
     task_id: TaskIdArgument,
     reason: Annotated[
-        str, typer.Option("--reason", help="Why, in a few words (added to the reason).")
+        str,
+        typer.Option("--reason", metavar="TEXT", help="Why, in a few words (added to the reason)."),
     ] = "",
     hive: HiveOption = None,
     as_json: JsonOption = False,
