@@ -111,10 +111,17 @@ def test_status_shows_claude_code_tools_left_out_and_the_agent_runs(hive: Hive) 
     agents = {a.name: a for a in hive_status(hive).agents}
     assert agents["code-reviewer"].ok and agents["debugger"].ok
     assert agents["code-reviewer"].warnings == [
-        "line 4: tools: Bash left out: no tool of the hive does that (the agent runs without)"]
+        "line 4: tools: Bash left out: no hive tool does that (the agent runs without it)"]
     assert "WebFetch left out" in agents["debugger"].warnings[0]
     assert agents["debugger"].role == "Debugging specialist for errors, test failures, " \
         "and unexpected behavior"
+
+
+def test_tools_left_out_are_said_as_one_or_several(hive: Hive) -> None:
+    put(hive, "fetcher", "---\ndescription: Fetches.\ntools: Read, Bash, WebFetch\n---\nGo.\n")
+    [warning] = hive_status(hive).agents[0].warnings
+    assert warning.endswith("Bash, WebFetch left out: no hive tool does that (the agent "
+                            "runs without them)")
 
 
 def test_a_name_other_than_the_folders_is_a_problem_in_status(hive: Hive) -> None:

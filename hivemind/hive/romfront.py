@@ -182,12 +182,12 @@ def _claude_code(rom: RomFront, folder: str, at: Callable[[str], str]) -> None:
     mcp_out = [n for n in left_out if mcp_server_of(n) is not None]
     if left_out := [n for n in left_out if n not in mcp_out]:
         rom.warnings.append(
-            f"{at('tools')}tools: {', '.join(left_out)} left out: no tool of the hive does "
-            "that (the agent runs without)")
+            f"{at('tools')}tools: {', '.join(left_out)} left out: no hive tool does that "
+            f"(the agent runs without {'it' if len(left_out) == 1 else 'them'})")
     if mcp_out:
         rom.warnings.append(
             f"{at('tools')}tools: {', '.join(mcp_out)} left out: this ROM names no such MCP "
-            "server under `mcp:` (the agent runs without)")
+            f"server under `mcp:` (the agent runs without {'it' if len(mcp_out) == 1 else 'them'})")
 
 
 def _server_names(value: Any) -> list[str]:
