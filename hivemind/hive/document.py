@@ -68,6 +68,14 @@ class Document:
 # -- reading -------------------------------------------------------------------
 
 
+
+_OPENED = {
+    "while parsing a flow sequence": "for the `[` opened",
+    "while parsing a flow mapping": "for the `{` opened",
+    "while scanning a quoted scalar": "for the quote opened",
+}
+"""YAML's words for where an unclosed bracket or quote began, as a person says it."""
+
 def read_text(path: Path) -> str:
     """The file as text; refuses non-regular, > 1 MB, empty and non-UTF-8 files."""
     # O_NONBLOCK: a FIFO dropped under a .md name must not hang the reader. O_NOFOLLOW:
@@ -194,6 +202,12 @@ def _load_yaml(front_text: str, path: Path) -> tuple[yaml.Node | None, Any]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + _FRONT_FIRST_LINE if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
+        start = exc.context_mark
+        if exc.problem and exc.context and start is not None and start.line != (
+                mark.line if mark is not None else None):
+            # An unclosed `[` is found at the end: where it opened is the line to fix.
+            what = _OPENED.get(exc.context, exc.context)
+            problem += f" ({what} on line {start.line + _FRONT_FIRST_LINE})"
         raise FileFormatError(path, f"invalid YAML in front matter: {problem}", line) from None
     except yaml.reader.ReaderError as exc:  # a character YAML refuses (NUL, other controls)
         line = front_text.count("\n", 0, exc.position) + _FRONT_FIRST_LINE
