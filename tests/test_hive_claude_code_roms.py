@@ -180,6 +180,17 @@ def test_a_misspelt_tools_never_grants_every_tool(hive: Hive, field: str) -> Non
         "`tools` would grant every tool, so this ROM is not used until it is fixed")
 
 
+def test_a_misspelt_tools_is_said_with_the_roms_other_slips(hive: Hive) -> None:
+    """The ROM is refused: each of its slips is said at once, not one per edit."""
+    put(hive, "a", "---\nrole: r\nmodle: claude-haiku-5-5\ntool: [read_file]\n---\nhi\n")
+    (status,) = hive_status(hive).agents
+    assert not status.ok
+    assert status.error is not None
+    assert status.error.startswith("agents/a/ROM.md: line 4: unknown field 'tool': did you")
+    assert status.error.endswith(
+        "; line 3: unknown field 'modle' is ignored (did you mean `model`?)")
+
+
 def test_a_misspelt_deny_list_is_invalid_too(hive: Hive) -> None:
     put(hive, "a", "---\ndescription: x\ndisallowed_tools: Write\n---\nhi\n")
     with pytest.raises(ConfigError, match=r"did you mean `disallowedTools`\?"):

@@ -124,6 +124,7 @@ def read_front(
         return f"line {line}: " if line else ""
 
     known = ours | CLAUDE_CODE_FIELDS
+    misspelt: ToolFieldError | None = None
     for given, value in front.items():
         if given == "mcpServers" and "mcp" not in front:
             rom.fields["mcp"] = claude_code_servers(value, rom.warnings, at("mcpServers"))
@@ -142,7 +143,7 @@ def read_front(
             rom.extra[key] = value
         elif "tool" in squashed or difflib.get_close_matches(squashed, ["tools"], 1, 0.8):
             meant = "disallowedTools" if "dis" in squashed else "tools"
-            raise ToolFieldError(key, (
+            misspelt = misspelt or ToolFieldError(key, (
                 f"unknown field {key!r}: did you mean `{meant}`? A misspelt `{meant}` "
                 "would grant every tool, so this ROM is not used until it is fixed"))
         else:
@@ -150,6 +151,8 @@ def read_front(
             close = difflib.get_close_matches(key, sorted(known), 1, 0.6)
             hint = f" (did you mean `{close[0]}`?)" if close else ""
             rom.warnings.append(f"{at(key)}unknown field {key!r} is ignored{hint}")
+    if misspelt is not None:  # with the ROM's other slips: all fixed in one edit
+        raise ToolFieldError(misspelt.key, "; ".join([str(misspelt), *rom.warnings]))
     _claude_code(rom, folder, at)
     return rom
 
