@@ -119,7 +119,7 @@ def test_a_real_run_prints_one_line_an_event_with_time_agent_and_task(
     # the arguments shortened, "[offline]" and all (not eaten as console markup)
     assert 'subject="[offline] Ack: t1" body="Automatic acknowledgement from the offl…"' in lines[2]
     assert "path=workspace/t1.md" in lines[3]
-    assert what(lines[-2]) == "ended last task ended, no closing model call"
+    assert what(lines[-2]) == "turn over: last task ended (no closing model call)"
     tokens = sum(cycle["usage"].values())
     assert what(lines[-1]).startswith(f"#1 end: 3 tool calls, {tokens:,} tokens, ")
     assert what(lines[-1]).endswith("ms, context 2 kept, 0 dropped")

@@ -166,7 +166,7 @@ def test_offline_banner_is_printed_exactly_once(
 
     assert result.exit_code == 0, result.output
     assert len(list(hive.done_dir.glob("*.md"))) == 6
-    cycle_lines = [x for x in result.output.splitlines() if " tool calls" in x]
+    cycle_lines = [x for x in result.output.splitlines() if " tool call" in x]
     assert len(cycle_lines) >= 3  # several cycles ran, and the banner still came once
     assert result.output.count(BANNER) == 1
     assert result.output.index(BANNER) < result.output.index(cycle_lines[0])

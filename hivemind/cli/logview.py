@@ -107,8 +107,8 @@ class LogView:
             out.append((task_column(rec.followup), [("follow-up", "yellow"),
                         " held work waits on nothing: another cycle at once"]))
         if rec.ended:  # the turn's end with no closing model call, and why
-            out.append((held, [("ended ", "green"), f"{one_line(rec.ended, 100)}, "
-                               "no closing model call"]))
+            out.append((held, [("turn over", "green"), f": {one_line(rec.ended, 100)} "
+                               "(no closing model call)"]))
         if rec.error:
             out.append((held, [(f"error: {one_line(rec.error)}", "red")]))
         out.append((held, [f"{n}end: " + _cycle_figures(rec)]))

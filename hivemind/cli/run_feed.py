@@ -150,16 +150,21 @@ class _Notices(logging.Handler):
         self.say(Text(text, style))
 
 
+def counted(n: int, thing: str, done: str = "") -> str:
+    """`1 tool call`, `3 tool calls`, `1 task done`: a count and its noun, agreeing."""
+    return f"{n} {thing}{'' if n == 1 else 's'}" + (f" {done}" if done else "")
+
+
 def cycle_text(report: CycleReport) -> str:
     """One line a cycle (`--until-idle`): the agent, its cycle, what it did, tokens."""
     u = report.usage
-    bits = [f"[bold]{report.agent}[/] #{report.cycle}", f"{report.tool_calls} tool calls"]
+    bits = [f"[bold]{report.agent}[/] #{report.cycle}", counted(report.tool_calls, "tool call")]
     if report.tasks_done:
-        bits.append(f"[green]{report.tasks_done} task(s) done[/]")
+        bits.append(f"[green]{counted(report.tasks_done, 'task', 'done')}[/]")
     if report.messages_sent:
-        bits.append(f"{report.messages_sent} message(s) sent")
+        bits.append(counted(report.messages_sent, "message", "sent"))
     if report.tasks_failed:
-        bits.append(f"[red]{report.tasks_failed} task(s) failed[/]")
+        bits.append(f"[red]{counted(report.tasks_failed, 'task', 'failed')}[/]")
     bits.append(f"{u.total_input + u.output_tokens} tokens")
     if report.error:
         bits.append(f"[red]error: {escape(report.error)}[/]")

@@ -250,14 +250,15 @@ class OfflineProvider:
             made = sum(len(t.tool_calls) for t in request.turns if isinstance(t, AssistantTurn))
             calls: list[ToolCall] = endings(request.turns, {t.name for t in request.tools})
             text = (f"{LABEL} ending {len(calls)} task(s) with their MCP results" if calls
-                    else f"{LABEL} done: {made} tool calls")
+                    else f"{LABEL} done: {_counted(made, 'tool call')}")
         else:
             plan = _Plan(request, self._context.read(request))
             calls = plan.build()
             if calls:
                 text = (
-                    f"{LABEL} {len(calls)} tool calls for {plan.tasks} active tasks and "
-                    f"{plan.replies} unread messages ({NO_MODEL})"
+                    f"{LABEL} {_counted(len(calls), 'tool call')} for "
+                    f"{_counted(plan.tasks, 'active task')} and "
+                    f"{_counted(plan.replies, 'unread message')} ({NO_MODEL})"
                 )
             else:
                 text = f"{LABEL} nothing to do: no active task, no mail to answer ({NO_MODEL})"
@@ -296,3 +297,8 @@ class OfflineProvider:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _counted(n: int, thing: str) -> str:
+    """`1 active task`, `2 active tasks`."""
+    return f"{n} {thing}{'' if n == 1 else 's'}"
