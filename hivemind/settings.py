@@ -32,7 +32,7 @@ two the same)."""
 
 
 class RetrievalWeights(BaseModel):
-    """Weights of the long-term retrieval score (DESIGN §5)."""
+    """Weights of the long-term retrieval score (the README's "Long-term memory")."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -256,7 +256,7 @@ class DaemonSettings(BaseModel):
         default="auto",
         description="processes the agents are spread over (one core each); the model-call "
         "cap is shared among them, so it also caps their number. auto: one per core once "
-        "the hive has more agents than one process keeps busy (see daemon.workers)",
+        "the hive has more agents than one process keeps busy (16)",
     )
 
     @field_validator("workers", mode="before")
@@ -286,7 +286,9 @@ class ProviderSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: Literal["auto", "anthropic", "offline"] = "auto"
+    name: Literal["auto", "anthropic", "offline"] = Field(
+        default="auto", description="anthropic (auto: the same), or offline: no model is "
+        "called, agents work mechanically and say so")
     base_url: str | None = Field(
         default=None, description="applies once you run `hivemind trust`; "
         "$ANTHROPIC_BASE_URL, when set, wins")
