@@ -214,9 +214,9 @@ def test_trust_can_be_shown_and_revoked(tmp_path: Path, hive_api: FakeAnthropic)
         before.output)
     assert after["state"] == "trusted" and after["sha256"] == after["trusted_sha256"]
     assert after["provider"] == {"base_url": hive_api.base_url, "api_key_env": "GITHUB_TOKEN"}
-    assert "hive.toml: no longer trusted" in one_line(revoked.output)
+    assert "this hive is no longer trusted" in one_line(revoked.output)
     assert IGNORED in one_line(cli("status", root).output)
-    assert "hive.toml: was not trusted" in one_line(cli("trust", root, "--revoke").output)
+    assert "this hive was not trusted" in one_line(cli("trust", root, "--revoke").output)
 
 
 def test_a_hive_without_hive_toml_has_nothing_to_trust(tmp_path: Path) -> None:

@@ -59,11 +59,13 @@ def trust_command(
     directory: HiveArgument = None,
     hive: HiveOption = None,
     show: Annotated[
-        bool, typer.Option("--show", help="Only show whether hive.toml is trusted, and what "
-                           "it would change; trust nothing.")
+        bool, typer.Option("--show", help="Only show what is trusted (hive.toml's provider "
+                           "settings, each MCP server) and what trusting would change; "
+                           "trust nothing.")
     ] = False,
     revoke_it: Annotated[
-        bool, typer.Option("--revoke", help="Stop trusting this hive's hive.toml.")
+        bool, typer.Option("--revoke", help="Stop trusting this hive: its hive.toml and "
+                           "its MCP servers.")
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -169,9 +171,11 @@ def _revoke(hive: Hive, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps({"hive": str(hive.root), "revoked": removed}))
         return
-    shown = shown_path(hive.config_file)
-    console.print(Text(f"{shown}: no longer trusted" if removed
-                       else f"{shown}: was not trusted"), soft_wrap=True)
+    # One record holds both hive.toml's trust and the MCP servers': both go.
+    console.print(Text(
+        "this hive is no longer trusted: its hive.toml's provider settings are ignored and "
+        "its MCP servers do not start until you run `hivemind trust` again" if removed
+        else "this hive was not trusted: nothing to revoke"), soft_wrap=True)
 
 
 def _print_settings(config: HiveConfig, *, applies: bool) -> None:
