@@ -116,7 +116,7 @@ def test_a_run_kept_running_prints_start_up_tasks_taken_and_ended_and_the_outage
     assert events[3:] == ['ann done t1 "Summarise the notes": 12 notes, 3 themes']
     assert text.count("model service away") == 1 and text.count("model service back") == 1
     assert "│   ann " in out and "$0.0" in out.split("│   ann ", 1)[1].split("\n")[0]
-    assert "results: 1 task(s) done in tasks/done/; what the agents wrote in workspace/" in out
+    assert "results: 1 task done in tasks/done/; what the agents wrote in workspace/" in out
 
 
 def test_the_until_idle_summary_has_each_agent_and_where_the_results_are(hive: Hive) -> None:
@@ -135,8 +135,9 @@ def test_the_until_idle_summary_has_each_agent_and_where_the_results_are(hive: H
     unread = len(list((hive.mailbox_dir("human") / "new").glob("*.md")))
     assert unread > 0
     assert " ".join(result.output.split()).endswith(
-        f"results: 2 task(s) done in tasks/done/; what the agents wrote in workspace/; {unread} "
-        "unread message(s) for you in mailboxes/human/new/ (hivemind inbox)")
+        f"results: 2 tasks done in tasks/done/; what the agents wrote in workspace/; {unread} "
+        f"unread message{'s' if unread > 1 else ''} for you in mailboxes/human/new/ "
+        "(hivemind inbox)")
     summary = json.loads(CliRunner().invoke(app, [
         "run", str(hive.root), "--until-idle", "--offline", "--json"]).stdout)
     assert set(summary["agents"]) <= {"ann", "bob"}
@@ -164,6 +165,6 @@ def test_a_scratch_runs_summary_points_at_the_scratch_copy(
                                 terminal_width=300)
     assert result.exit_code == 0, result.output
     line = " ".join(result.output.split()).split("results: ", 1)[1]
-    assert line.startswith("1 task(s) done in .hivemind/scratch/tasks/done/;")
+    assert line.startswith("1 task done in .hivemind/scratch/tasks/done/;")
     assert line.endswith("(hivemind inbox --hive .hivemind/scratch)")
     assert not list(hive.done_dir.glob("*.md"))  # the hive itself is untouched

@@ -102,3 +102,8 @@ def fail(message: str, code: int = 1) -> NoReturn:
     # The message names files and values as typed: shown as is, never read as markup.
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def counted(n: int, thing: str, done: str = "") -> str:
+    """`1 tool call`, `3 tool calls`, `1 task done`: a count and its noun, agreeing."""
+    return f"{n} {thing}{'' if n == 1 else 's'}" + (f" {done}" if done else "")

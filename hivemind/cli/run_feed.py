@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from hivemind.agent.report import CycleReport, FailureKind
+from hivemind.cli.common import counted
 from hivemind.cli.spend import AgentSpend
 from hivemind.errors import HivemindError
 from hivemind.hive.frontmatter import read_rom, read_task
@@ -148,11 +149,6 @@ class _Notices(logging.Handler):
         if record.exc_info:  # a bug of ours: its traceback, to be reported
             text += "\n" + logging.Formatter().formatException(record.exc_info)
         self.say(Text(text, style))
-
-
-def counted(n: int, thing: str, done: str = "") -> str:
-    """`1 tool call`, `3 tool calls`, `1 task done`: a count and its noun, agreeing."""
-    return f"{n} {thing}{'' if n == 1 else 's'}" + (f" {done}" if done else "")
 
 
 def cycle_text(report: CycleReport) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from hivemind.cli.common import console, shown_path
+from hivemind.cli.common import console, counted, shown_path
 from hivemind.cli.spend import AgentSpend
 from hivemind.daemon.daemon import Daemon
 from hivemind.daemon.idle import IdleState
@@ -94,7 +94,8 @@ def results(hive: Hive) -> dict[str, Path]:
 
 
 def results_text(hive: Hive, shown_in: Hive | None, done: int, failed: int) -> Text:
-    """`results: 3 task(s) in tasks/done/, files in workspace/, 2 unread for you (...)`."""
+    """`results: 3 tasks done in tasks/done/, files in workspace/, 2 unread messages for
+    you (...)`."""
     where = results(hive)
     same = shown_in is not None and hive.root == shown_in.root
 
@@ -105,12 +106,12 @@ def results_text(hive: Hive, shown_in: Hive | None, done: int, failed: int) -> T
         return shown_path(where[key]) + "/"
 
     unread = Mailbox(hive, HUMAN).count_unread()
-    parts = [f"{done} task(s) done in {path('done')}"]
+    parts = [f"{counted(done, 'task', 'done')} in {path('done')}"]
     if failed:
         parts.append(f"{failed} failed in {path('failed')}")
     parts.append(f"what the agents wrote in {path('workspace')}")
     inbox = "hivemind inbox" + ("" if same else f" --hive {shown_path(hive.root)}")
-    parts.append(f"{unread} unread message(s) for you in {path('mail')} ({inbox})"
+    parts.append(f"{counted(unread, 'unread message')} for you in {path('mail')} ({inbox})"
                  if unread else "no unread mail for you")
     return Text.assemble(("results: ", "bold"), "; ".join(parts))
 
