@@ -30,6 +30,7 @@ def init_command(
     target = folder_given(directory, hive) or Path.cwd()
     if target.exists() and not target.is_dir():
         fail(f"{target}: exists and is not a folder")
+    _not_in_a_hives_own_folder(target)
     try:
         report = scaffold(target)
     except OSError as exc:
@@ -46,10 +47,27 @@ def init_command(
         console.print(f"[yellow]kept[/]    {path.relative_to(root)} (exists)", highlight=False)
     where = shown_path(root)
     console.print(
-        f"\nHive ready in [bold]{where}[/]. Next:\n"
+        f"\nHive ready in [bold]{'this folder' if where == '.' else where}[/]. Next:\n"
         f'  hivemind task add "Write a haiku about bees" --hive {where}\n'
         f"  hivemind run {where}    (with $ANTHROPIC_API_KEY set; --offline: no model)\n"
         f"  hivemind status {where}\n"
         f"Read {where}/README.md for how tasks, mail and agents/{EXAMPLE_AGENT}/ROM.md work.",
         highlight=False,
     )
+
+
+HIVE_OWN_FOLDERS = frozenset({"agents", "tasks", "mailboxes", "knowledge", ".hivemind"})
+"""Folders of a hive its runtime reads as its own: no hive may be made inside them."""
+
+
+def _not_in_a_hives_own_folder(target: Path) -> None:
+    """Refuse a hive inside another's agents/, tasks/, ...: its files would be read as
+    that hive's (its folders as agents); inside workspace/ or elsewhere, only a note."""
+    outer = enclosing_hive(target)
+    if outer is None:
+        return
+    first = target.resolve().relative_to(outer).parts[0]
+    if first in HIVE_OWN_FOLDERS:
+        fail(f"{target}: inside {first}/ of the hive {shown_path(outer)}, whose runtime "
+             "would read the new hive's files as its own; create it elsewhere (or use that "
+             f"hive: --hive {shown_path(outer)})")
