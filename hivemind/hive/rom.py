@@ -46,6 +46,7 @@ class _Entry:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)  # of `good`, which still runs
     told: list[str] = field(default_factory=list)  # what `good`'s front matter runs without
+    own_model: bool = True  # `good`'s front matter names its model (else: hive.toml's)
 
 
 class RomRegistry:
@@ -102,11 +103,12 @@ class RomRegistry:
             try:
                 # A regular file of at most 256 KB in the hive: no FIFO, device, link out.
                 text = decode_text(path, read_regular(path, self.hive.root))
-                config, told = self._read(text, path, name)
+                config, told, own_model = self._read(text, path, name)
                 if entry.good is not None and sig_of(os.stat(path)) != sig:
                     entry.sig = None  # it changed while we read it: look again next time
                     return entry.good
                 entry.good, entry.text, entry.error = config, text, None
+                entry.own_model = own_model
                 self._warn(name, entry, config, told)
                 if self.saves_last_good:
                     self._keep(name, text)
@@ -127,14 +129,15 @@ class RomRegistry:
             raise ConfigError(entry.error or f"{self.hive.relative(path)}: not loaded")
         return entry.good
 
-    def _read(self, text: str, path: Path, name: str) -> tuple[AgentConfig, list[str]]:
-        """The config of ROM text `text` over the defaults, its model alias resolved, and
-        what its front matter has that the agent runs without."""
-        config, told = rom_and_warnings(parse(text, path), name, self.defaults)
+    def _read(self, text: str, path: Path, name: str) -> tuple[AgentConfig, list[str], bool]:
+        """The config of ROM text `text` over the defaults, its model alias resolved, what
+        its front matter has that the agent runs without, and whether it names a model."""
+        doc = parse(text, path)
+        config, told = rom_and_warnings(doc, name, self.defaults)
         model = resolve_model(config.model, self.models)
         if model != config.model:
             config = config.model_copy(update={"model": model})
-        return config, told
+        return config, told, doc.front.get("model") not in (None, "inherit")
 
     def _warn(self, name: str, entry: _Entry, config: AgentConfig, told: list[str]) -> None:
         """Note what in a valid ROM does not do what it says (`told`: what its front
@@ -148,7 +151,9 @@ class RomRegistry:
         warnings += mcptrust.warnings(self.trusted_as, name, config.mcp, self.environ,
                                       config.tools)
         if self.model_problem is not None and (problem := self.model_problem(config.model)):
-            warnings.append(problem)
+            # Not this ROM's to fix: the line would send the person to the wrong file.
+            warnings.append(problem if entry.own_model else
+                            f"{problem} (it is hive.toml's [agents] model: this ROM names none)")
         if self.tells_problems:
             shown = self.hive.relative(self.hive.rom_path(name))
             for warning in warnings:
