@@ -77,6 +77,20 @@ def test_import_never_overwrites_nor_copies_an_invalid_rom(
     assert "typo.md: not a valid ROM: line 3: unknown field 'tool': did you mean `tools`?" in out
 
 
+def test_importing_again_keeps_the_agents_made_and_succeeds(
+    cli: typer.Typer, hive: Hive, claude_agents: Path
+) -> None:
+    run(cli, "agents", "import", str(claude_agents), "--hive", str(hive.root))
+    (claude_agents / "writer.md").write_text("---\ndescription: Writes.\n---\nWrite.\n")
+
+    again = run(cli, "agents", "import", str(claude_agents), "--hive", str(hive.root))
+
+    out = " ".join(again.output.split())
+    assert "kept" in out and "agents/code-reviewer/ROM.md exists (left as it is)" in out
+    assert "not imported" not in out
+    assert "imported" in out and hive.rom_path("writer").is_file()
+
+
 def test_import_of_a_missing_folder_is_one_line(cli: typer.Typer, hive: Hive,
                                                 tmp_path: Path) -> None:
     result = run(cli, "agents", "import", str(tmp_path / "nope"), "--hive", str(hive.root),

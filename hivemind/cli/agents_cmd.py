@@ -46,8 +46,8 @@ def import_command(
 ) -> None:
     """Copy each agent file of SOURCE (a Claude Code subagent file, `.claude/agents/*.md`,
     or a ROM) to agents/<name>/ROM.md, unchanged: `name:` names the agent, else the
-    file's name. An agent that already has a ROM.md is left as it is, and a file that is
-    no valid ROM is not copied; one line per file says which.
+    file's name. An agent that already has a ROM.md is left as it is (kept), and a file
+    that is no valid ROM is not copied (exit code 1); one line per file says which.
 
     Claude Code tool names become the hive's (Read → read_file, Grep → search_files, ...);
     those no hive tool matches (Bash, WebFetch, ...) are left out, as `hivemind status`
@@ -67,16 +67,19 @@ def import_command(
     if as_json:
         typer.echo(json.dumps([
             {"file": str(r.source), "agent": r.name, "rom": r.rom,
-             "reason": r.reason or None, "warnings": r.warnings} for r in results
+             "reason": r.reason or None, "kept": r.kept, "warnings": r.warnings}
+            for r in results
         ], indent=2))
     for r in results if not as_json else ():
         shown = escape(shown_path(r.source))
         if r.rom is None:
-            console.print(f"[red]not imported[/] {shown}: {escape(r.reason)}",
-                          highlight=False, soft_wrap=True)
+            said = "[yellow]kept[/]" if r.kept else "[red]not imported[/]"
+            console.print(f"{said} {shown}: {escape(r.reason)}", highlight=False,
+                          soft_wrap=True)
             continue
         told = f" [yellow]({escape('; '.join(r.warnings))})[/]" if r.warnings else ""
         console.print(f"[green]imported[/] {shown} → {escape(r.rom)}{told}",
                       highlight=False, soft_wrap=True)
-    if any(r.rom is None for r in results):
+    # Run again, an import keeps the agents it made: only a file to fix is a failure.
+    if any(r.rom is None and not r.kept for r in results):
         raise typer.Exit(1)

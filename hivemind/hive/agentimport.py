@@ -30,6 +30,7 @@ class Imported:
     rom: str | None = None
     reason: str = ""
     warnings: list[str] = field(default_factory=list)
+    kept: bool = False  # left out because the agent has a ROM already: nothing to fix
 
 
 def agent_files(folder: Path) -> list[Path]:
@@ -70,11 +71,11 @@ def import_agent(hive: Hive, source: Path, defaults: AgentSettings) -> Imported:
         return Imported(source, name, reason=f"not a valid ROM: {exc.reason}")
     path = hive.rom_path(name)
     if path.exists() or path.is_symlink():
-        return Imported(source, name, reason=f"{rom} exists (left as it is)")
+        return Imported(source, name, reason=f"{rom} exists (left as it is)", kept=True)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not create_new(path, text):
-            return Imported(source, name, reason=f"{rom} exists (left as it is)")
+            return Imported(source, name, reason=f"{rom} exists (left as it is)", kept=True)
     except OSError as exc:
         return Imported(source, name, reason=f"{rom} not written: {exc.strerror}")
     return Imported(source, name, rom=rom, warnings=warnings)
