@@ -408,7 +408,8 @@ def print_status(status: HiveStatus, spent: dict[str, AgentSpend] | None = None)
     if isinstance(status.daemon, dict):
         _print_daemon(status.daemon)
     else:
-        console.print("[dim]daemon: no .hivemind/status.json (not running yet?)[/]")
+        console.print("[dim]daemon: none has run here yet (no .hivemind/status.json); "
+                      "`hivemind run` starts one[/]", highlight=False, soft_wrap=True)
 
 
 def _print_daemon(d: dict[str, Any]) -> None:
