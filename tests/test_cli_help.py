@@ -94,11 +94,7 @@ def test_version_prints_the_installed_version() -> None:
     assert re.fullmatch(r"hivemind \d+\.\d+\.\d+\S*\n", result.output)
 
 
-# `memory`'s options are being reworked on another branch: theirs come with it.
-PLAIN_METAVARS = [p for p in COMMANDS if p[:1] != ["memory"]]
-
-
-@pytest.mark.parametrize("path", PLAIN_METAVARS, ids=lambda p: " ".join(p) or "hivemind")
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "hivemind")
 def test_an_option_says_what_it_takes_in_a_word_not_a_python_type(path: list[str]) -> None:
     text = _help(path)
     # typer's defaults read `--max-cycles <int range>`, `--hive <path>`, `--id <str>`.

@@ -27,8 +27,8 @@ memory_app = typer.Typer(
     name="memory",
     help=(
         "The hive's long-term memory (.hivemind/memory.db): import conversations or notes, "
-        "search them as an agent would, add, export, approve or forget (decline) proposed "
-        "preferences."
+        "search them as an agent would, list the newest, add, export, count (stats), "
+        "approve what agents proposed, or forget."
     ),
     no_args_is_help=True,
 )
@@ -39,7 +39,7 @@ ProjectOption = Annotated[
         "--project",
         help="Project the memories belong to; a project sees only its own memories "
         "plus global ones.",
-        show_default=False,
+        show_default=False, metavar="NAME"
     ),
 ]
 
@@ -80,15 +80,18 @@ def search_cmd(
     project: ProjectOption = None,
     task: Annotated[
         str | None,
-        typer.Option("--task", help="Also search this task's memories (a task of --project)."),
+        typer.Option("--task", metavar="ID",
+                     help="Also search this task's memories (a task of --project)."),
     ] = None,
-    k: Annotated[int, typer.Option("--k", min=1, max=1000, help="How many results.")] = 10,
+    k: Annotated[
+        int, typer.Option("--k", min=1, max=1000, help="How many results.", metavar="N")
+    ] = 10,
     at: Annotated[
         str | None,
         typer.Option(
             "--at",
             help="'Now' for recency, ISO 8601 (default: the current time).",
-            show_default=False,
+            show_default=False, metavar="TIME"
         ),
     ] = None,
     queries: Annotated[
@@ -98,23 +101,24 @@ def search_cmd(
             help="JSONL file of searches, one per line: query, and optionally id, project, "
             "at, k, domain, task_type. Prints one JSON line per search: "
             "{id, results: [{id, score, ...}]}.",
-            show_default=False,
+            show_default=False, metavar="FILE"
         ),
     ] = None,
     domain: Annotated[
         str | None,
         typer.Option("--domain", help="Only memories of this domain (as a task's domain: "
-                     "says it, e.g. billing).", show_default=False),
+                     "says it, e.g. billing).", show_default=False, metavar="DOMAIN"),
     ] = None,
     task_type: Annotated[
         str | None,
         typer.Option("--task-type", help="Only memories of this kind of task (e.g. fix).",
-                     show_default=False),
+                     show_default=False, metavar="TYPE"),
     ] = None,
     agent: Annotated[
         str | None,
         typer.Option("--agent", help="Rank with this agent's weights (its ROM's retrieval: "
-                     "over hive.toml's; default: hive.toml's).", show_default=False),
+                     "over hive.toml's; default: hive.toml's).", show_default=False,
+                     metavar="AGENT"),
     ] = None,
     embeddings: EmbeddingsOption = False,
     as_json: JsonOption = False,
@@ -213,7 +217,7 @@ def add_cmd(
             min=0.0,
             max=1.0,
             help="0-1 (default: estimated from the text).",
-            show_default=False,
+            show_default=False, metavar="0-1"
         ),
     ] = None,
     project: ProjectOption = None,
@@ -223,7 +227,7 @@ def add_cmd(
             "--scope",
             help="project or global (default: project if --project is given, else global); "
             "global with --project is refused.",
-            show_default=False,
+            show_default=False, metavar="TIER"
         ),
     ] = None,
     preference: Annotated[
@@ -234,16 +238,19 @@ def add_cmd(
             "(one an agent proposes waits for `hivemind memory approve ID`).",
         ),
     ] = False,
-    agent: Annotated[str, typer.Option("--agent", help="Who remembers it.")] = HUMAN,
+    agent: Annotated[
+        str, typer.Option("--agent", help="Who remembers it.", metavar="AGENT")
+    ] = HUMAN,
     domain: Annotated[
         str | None,
         typer.Option("--domain", help="Its domain (e.g. billing): tasks of that domain learn "
-                     "its value, and search --domain finds it.", show_default=False),
+                     "its value, and search --domain finds it.", show_default=False,
+                     metavar="DOMAIN"),
     ] = None,
     task_type: Annotated[
         str | None,
         typer.Option("--task-type", help="The kind of task it is about (e.g. fix).",
-                     show_default=False),
+                     show_default=False, metavar="TYPE"),
     ] = None,
     embeddings: EmbeddingsOption = False,
     as_json: JsonOption = False,
@@ -355,7 +362,7 @@ def forget_cmd(
         typer.Option(
             "--project",
             help="Only this project's memories (needed when several projects use an id).",
-            show_default=False,
+            show_default=False, metavar="NAME"
         ),
     ] = None,
     as_json: JsonOption = False,

@@ -28,7 +28,7 @@ ImportProjectOption = Annotated[
         help="Put every imported memory in this project, overriding the project a line "
         "gives (an exported line's too); a global line becomes a project memory. "
         "Without it a line keeps its own project, and an update keeps the stored one.",
-        show_default=False,
+        show_default=False, metavar="NAME"
     ),
 ]
 _SHOWN_ERRORS = 20
@@ -42,7 +42,8 @@ def import_cmd(
     project: ImportProjectOption = None,
     agent: Annotated[
         str | None,
-        typer.Option("--agent", help="Record this agent as the author of lines that name none."),
+        typer.Option("--agent", metavar="AGENT",
+                     help="Record this agent as the author of lines that name none."),
     ] = None,
     embeddings: EmbeddingsOption = False,
     as_json: JsonOption = False,

@@ -47,20 +47,21 @@ def list_cmd(
     project: Annotated[
         str | None,
         typer.Option("--project", help="Only this project's memories (its tasks' too).",
-                     show_default=False),
+                     show_default=False, metavar="NAME"),
     ] = None,
     scope: Annotated[
         str | None,
         typer.Option("--scope", help="Only memories of this tier: task, project or global.",
-                     show_default=False),
+                     show_default=False, metavar="TIER"),
     ] = None,
     agent: Annotated[
         str | None,
         typer.Option("--agent", help="Only memories this agent wrote ('human' for yours).",
-                     show_default=False),
+                     show_default=False, metavar="AGENT"),
     ] = None,
     limit: Annotated[
-        int, typer.Option("-n", "--limit", min=1, help="How many to show, newest first.")
+        int,
+        typer.Option("-n", "--limit", min=1, help="How many to show, newest first.", metavar="N"),
     ] = 20,
     as_json: JsonOption = False,
     hive: HiveOption = None,
