@@ -110,3 +110,15 @@ def test_a_first_start_with_claude_code_roms_finishes_the_task(
 
     done = hive.done_dir / "review.md"
     assert done.is_file() and "agent: code-reviewer" in done.read_text()
+
+
+def test_a_readme_beside_the_agent_files_is_skipped_not_made_an_agent(
+    cli: typer.Typer, hive: Hive, claude_agents: Path
+) -> None:
+    (claude_agents / "README.md").write_text("# Our agents\n\nThe reviewer reviews.\n")
+
+    result = run(cli, "agents", "import", str(claude_agents), "--hive", str(hive.root))
+
+    assert hive.agent_names() == ["code-reviewer", "debugger"]
+    out = " ".join(result.output.split())
+    assert "skipped" in out and "README.md: not an agent file: no front matter" in out

@@ -67,13 +67,15 @@ def import_command(
     if as_json:
         typer.echo(json.dumps([
             {"file": str(r.source), "agent": r.name, "rom": r.rom,
-             "reason": r.reason or None, "kept": r.kept, "warnings": r.warnings}
+             "reason": r.reason or None, "kept": r.kept, "skipped": r.skipped,
+             "warnings": r.warnings}
             for r in results
         ], indent=2))
     for r in results if not as_json else ():
         shown = escape(shown_path(r.source))
         if r.rom is None:
-            said = "[yellow]kept[/]" if r.kept else "[red]not imported[/]"
+            said = ("[yellow]kept[/]" if r.kept else "[dim]skipped[/]" if r.skipped
+                    else "[red]not imported[/]")
             console.print(f"{said} {shown}: {escape(r.reason)}", highlight=False,
                           soft_wrap=True)
             continue
@@ -81,5 +83,5 @@ def import_command(
         console.print(f"[green]imported[/] {shown} → {escape(r.rom)}{told}",
                       highlight=False, soft_wrap=True)
     # Run again, an import keeps the agents it made: only a file to fix is a failure.
-    if any(r.rom is None and not r.kept for r in results):
+    if any(r.rom is None and not (r.kept or r.skipped) for r in results):
         raise typer.Exit(1)

@@ -31,6 +31,7 @@ class Imported:
     reason: str = ""
     warnings: list[str] = field(default_factory=list)
     kept: bool = False  # left out because the agent has a ROM already: nothing to fix
+    skipped: bool = False  # no agent file at all (a README beside them): nothing to fix
 
 
 def agent_files(folder: Path) -> list[Path]:
@@ -60,6 +61,9 @@ def import_agent(hive: Hive, source: Path, defaults: AgentSettings) -> Imported:
     except (OSError, FileFormatError) as exc:
         why = exc.problem if isinstance(exc, FileFormatError) else exc.strerror
         return Imported(source, source.stem, reason=f"not read: {why}")
+    if not text.lstrip("\ufeff").startswith("---"):  # a README beside the agent files
+        return Imported(source, source.stem, skipped=True, reason="not an agent file: no "
+                        "front matter (an agent file starts with ---, name: and description:)")
     name = _agent_name(text, source)
     if name == HUMAN or not _AGENT_NAME.match(name):
         return Imported(source, name, reason=f"{name!r} cannot name an agent (its folder): "
