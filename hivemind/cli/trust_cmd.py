@@ -118,7 +118,7 @@ def _trust(hive: Hive, raw: bytes | None, config: HiveConfig | None, as_json: bo
         fail(f"{shown_path(hive.root)} has no hive.toml and its ROMs name no MCP server: "
              "nothing to trust")
     try:
-        grant(hive, raw, servers)
+        grant(hive, raw, servers, mcptrust.file_digests(configs, hive.root))
     except UserError as exc:
         fail(str(exc))
     if as_json:
@@ -155,12 +155,19 @@ def _print_servers(hive: Hive, configs: dict[str, AgentConfig], *, trusting: boo
                            else "MCP servers the ROMs name (none starts until trusted):"),
                       soft_wrap=True)
     for agent, cfg in sorted(configs.items()):
-        states = mcptrust.server_trust(hive, agent, cfg.mcp)
+        verdicts = mcptrust.verdicts(hive, agent, cfg.mcp)
         for name, spec in cfg.mcp.items():
-            state = "trusted" if trusting else states[name].value
+            verdict = verdicts[name]
+            refused = verdict.state is mcptrust.ServerTrust.REFUSED
+            state = ("refused" if refused else "trusted") if trusting else verdict.state.value
             rom = hive.relative(hive.rom_path(agent))
+            files = sorted(verdict.files.digests)
             console.print(Text(f"  {rom}: MCP server `{name}` ({spec.transport}, {state}): "
-                               f"{mcptrust.describe(spec)}"), soft_wrap=True)
+                               f"{mcptrust.describe(spec)}"
+                               + (f"; runs the hive's {', '.join(files)} (its bytes now)"
+                                  if files else "")
+                               + (f" — {verdict.why}" if verdict.why else "")),
+                          soft_wrap=True)
 
 
 def _revoke(hive: Hive, as_json: bool) -> None:

@@ -371,12 +371,15 @@ class Daemon(WorkerLead, IdleWatch, HiveEvents):
 
     def _each_rescan(self) -> None:
         """Every rescan interval: the lock's pid file back if someone removed it; after a
-        `hivemind trust`, the agents naming MCP servers wake (a cycle first syncs them);
+        `hivemind trust` or an edit of a script a server runs, the agents naming MCP
+        servers wake (a cycle first syncs them);
         a paused agent's servers are released."""
         if self._lock is not None:
             self._lock.refresh()
         if self.mcp.trust_changed():
             self.wake_agents([name for name, r in self.runners.items() if r.worker is None])
+        elif changed := self.mcp.files_changed():  # a script a server runs, edited
+            self.wake_agents(changed)
         # A paused agent's servers stop (unless another names them) until it resumes.
         self.mcp.release(n for n, r in self.runners.items()
                          if r.steer_pause is not None and not r.busy)

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from hivemind.agent.services import HiveServices
 from hivemind.hive.layout import Hive
@@ -21,6 +22,7 @@ from hivemind.hive.mcptrust import trusted_servers
 from hivemind.hive.trust import record_path
 from hivemind.mcp.api import ServerState, ServerStatus
 from hivemind.mcp.pool import McpPool
+from hivemind.mcpfiles import look_unchanged
 from hivemind.settings import AgentConfig
 from hivemind.tools.base import MAX_RESULT_CHARS
 from hivemind.tools.mcp import McpToolbox
@@ -37,7 +39,8 @@ class McpHub:
         self.trusted_as = trusted_as
         self.environ = environ
         self.pool: McpPool | None = None  # made when the first agent names a server
-        self._attached: dict[str, dict[str, str]] = {}  # agent → server → fingerprint
+        self._attached: dict[str, dict[str, Any]] = {}  # agent → server → what was trusted
+        self._files: dict[str, list[dict[str, str]]] = {}  # agent → its servers' files
         self._away: set[str] = set()  # agents told they run in a worker (once)
         self._releasing: dict[str, asyncio.Task[None]] = {}  # paused agents being detached
         self._told: dict[str, tuple[ServerStatus, int]] = {}  # server → (status, restarts)
@@ -107,8 +110,12 @@ class McpHub:
                                "process; restart the daemon to run it in the lead",
                                self.services.hive.relative(self.services.hive.rom_path(agent)))
             return
-        servers = trusted_servers(self.trusted_as, agent, cfg.mcp)
-        prints = {name: spec.fingerprint() for name, spec in servers.items()}
+        trusted = await asyncio.to_thread(  # hashes the scripts they run, when changed
+            trusted_servers, self.trusted_as, agent, cfg.mcp, self.services.hive.root)
+        servers = {name: spec for name, (spec, _) in trusted.items()}
+        files = {name: digests for name, (_, digests) in trusted.items()}
+        prints = {name: (spec.fingerprint(), sorted(files[name].items()))
+                  for name, spec in servers.items()}
         if prints == self._attached.get(agent, {}):
             return
         if cfg.mcp:
@@ -116,7 +123,8 @@ class McpHub:
             self.services.roms.check_again()
         if prints:
             self._attached[agent] = prints
-            await self._pool().attach(agent, servers)
+            self._files[agent] = [d for d in files.values() if d]
+            await self._pool().attach(agent, servers, files=files)
         else:
             await self.detach(agent)
 
@@ -134,8 +142,17 @@ class McpHub:
         finally:
             self._releasing.pop(agent, None)
 
+    def files_changed(self) -> list[str]:
+        """The agents one of whose servers runs a hive file that looks changed since it
+        was attached (a `git pull`, say): their next cycle's `sync` hashes it again and
+        stops the server until the user trusts the file. A `stat` per file."""
+        root = self.services.hive.root
+        return [agent for agent, files in self._files.items()
+                if not all(look_unchanged(root, digests) for digests in files)]
+
     async def detach(self, agent: str) -> None:
         """The agent is gone: what no other agent names stops."""
+        self._files.pop(agent, None)
         if self._attached.pop(agent, None) is not None and self.pool is not None:
             await self.pool.detach(agent)
 

@@ -3,18 +3,23 @@
 A server is a program to run or an address to contact, chosen by whoever wrote the
 hive: none starts before the user has run `hivemind trust`, which records each
 server's fingerprint (`<agent>/<server>` → `McpServerSpec.fingerprint`) beside the
-hive.toml digest (see `trust`). A server added or changed since needs trusting again;
-until then it is a problem of its ROM (`warnings`), and the agent runs without it.
+hive.toml digest (see `trust`), and the sha256 of each hive file it runs (its script:
+see `mcpfiles`). A server added or changed since, or whose script changed, needs
+trusting again; until then it is a problem of its ROM (`warnings`), and the agent runs
+without it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from hivemind.hive.layout import Hive
 from hivemind.hive.trust import read_record
+from hivemind.mcpfiles import ServerFiles, server_files
 from hivemind.mcpspec import TOOL_PREFIX, McpServerSpec
 from hivemind.settings import AgentConfig
 
@@ -23,6 +28,18 @@ class ServerTrust(StrEnum):
     TRUSTED = "trusted"
     UNTRUSTED = "not trusted"
     CHANGED = "changed since you trusted it"
+    FILE_CHANGED = "runs a file changed since you trusted it"
+    REFUSED = "refused"  # it names a file out of the hive (a link), or one too large
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One server's trust, and the hive files it runs as they are now."""
+
+    state: ServerTrust
+    files: ServerFiles
+    why: str = ""
+    """For FILE_CHANGED and REFUSED: which file, and what is wrong, in a few words."""
 
 
 def server_key(agent: str, server: str) -> str:
@@ -35,34 +52,69 @@ def fingerprints(configs: Mapping[str, AgentConfig]) -> dict[str, str]:
             for agent, cfg in sorted(configs.items()) for name, spec in cfg.mcp.items()}
 
 
-def server_trust(
-    trusted_as: Hive, agent: str, servers: Mapping[str, McpServerSpec]
-) -> dict[str, ServerTrust]:
-    """Each of the agent's servers: trusted, never trusted, or changed since
-    (`trusted_as`: the hive whose trust applies; a scratch copy's is the original's)."""
+def file_digests(configs: Mapping[str, AgentConfig], root: Path) -> dict[str, dict[str, str]]:
+    """What `hivemind trust` records of the hive files the ROMs' servers run now."""
+    out = {}
+    for agent, cfg in sorted(configs.items()):
+        for name, spec in cfg.mcp.items():
+            if digests := server_files(spec, root).digests:
+                out[server_key(agent, name)] = digests
+    return out
+
+
+def verdicts(
+    trusted_as: Hive, agent: str, servers: Mapping[str, McpServerSpec],
+    root: Path | None = None,
+) -> dict[str, Verdict]:
+    """Each of the agent's servers: trusted, never trusted, changed since, running a
+    file changed since, or refused (`trusted_as`: the hive whose trust applies, a
+    scratch copy's is the original's; `root`: where the files are, default its own)."""
     if not servers:
         return {}
     record = read_record(trusted_as)
     trusted = record.mcp if record is not None else {}
+    trusted_files = record.mcp_files if record is not None else {}
     out = {}
     for name, spec in servers.items():
-        was = trusted.get(server_key(agent, name))
-        out[name] = (ServerTrust.UNTRUSTED if was is None else ServerTrust.TRUSTED
-                     if was == spec.fingerprint() else ServerTrust.CHANGED)
+        key = server_key(agent, name)
+        files = server_files(spec, root or trusted_as.root)
+        was = trusted.get(key)
+        if was is None or was != spec.fingerprint():
+            state = ServerTrust.UNTRUSTED if was is None else ServerTrust.CHANGED
+            out[name] = Verdict(state, files)
+        elif files.problem is not None:
+            out[name] = Verdict(ServerTrust.REFUSED, files, files.problem)
+        elif changed := files.changed_since(trusted_files.get(key, {})):
+            out[name] = Verdict(ServerTrust.FILE_CHANGED, files,
+                                f"{', '.join(changed)} changed since you trusted it")
+        else:
+            out[name] = Verdict(ServerTrust.TRUSTED, files)
     return out
 
 
+def server_trust(
+    trusted_as: Hive, agent: str, servers: Mapping[str, McpServerSpec],
+    root: Path | None = None,
+) -> dict[str, ServerTrust]:
+    """Each of the agent's servers' trust state (see `verdicts`)."""
+    return {n: v.state for n, v in verdicts(trusted_as, agent, servers, root).items()}
+
+
 def trusted_servers(
-    trusted_as: Hive, agent: str, servers: Mapping[str, McpServerSpec]
-) -> dict[str, McpServerSpec]:
-    """The servers of `servers` the user trusts as they are now: the ones that may start."""
-    states = server_trust(trusted_as, agent, servers)
-    return {n: s for n, s in servers.items() if states[n] is ServerTrust.TRUSTED}
+    trusted_as: Hive, agent: str, servers: Mapping[str, McpServerSpec],
+    root: Path | None = None,
+) -> dict[str, tuple[McpServerSpec, dict[str, str]]]:
+    """The servers of `servers` the user trusts as they are now, the ones that may
+    start, each with the digests of the hive files it runs (the ones trusted)."""
+    return {n: (servers[n], v.files.digests)
+            for n, v in verdicts(trusted_as, agent, servers, root).items()
+            if v.state is ServerTrust.TRUSTED}
 
 
 def warnings(
     trusted_as: Hive, agent: str, servers: Mapping[str, McpServerSpec],
     environ: Mapping[str, str], tools: Sequence[str] | None = None,
+    root: Path | None = None,
 ) -> list[str]:
     """What keeps a ROM's servers from running as written, one line each: not trusted
     (or changed since), a `${VAR}` the environment lacks, a `tools:` allow-list (`tools`)
@@ -73,8 +125,16 @@ def warnings(
         if not any(t == mine or t.startswith(mine + "__") for t in tools or ()):
             out.append(f"MCP server `{name}`: `tools:` allows none of its tools, so the "
                        f"agent gets none (add {mine} for all, or {mine}__<tool>)")
-    for name, state in server_trust(trusted_as, agent, servers).items():
-        if state is not ServerTrust.TRUSTED:
+    for name, verdict in verdicts(trusted_as, agent, servers, root).items():
+        state = verdict.state
+        if state is ServerTrust.REFUSED:
+            out.append(f"MCP server `{name}` refused: {verdict.why}; it does not start, "
+                       "and the agent runs without its tools")
+        elif state is ServerTrust.FILE_CHANGED:
+            out.append(f"MCP server `{name}`: {verdict.why}; it does not start, and the "
+                       "agent runs without its tools; read the file, then run "
+                       "`hivemind trust`")
+        elif state is not ServerTrust.TRUSTED:
             out.append(f"MCP server `{name}` {state.value}: it does not start, and the "
                        "agent runs without its tools; read the ROM, then run "
                        "`hivemind trust`")

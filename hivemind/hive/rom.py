@@ -149,7 +149,7 @@ class RomRegistry:
                  and room < MIN_CONTEXT_TOKENS + FIXED_TOKENS_MOST else 0)
         warnings = told + config.budget_warnings(fixed) + glob_warnings(self.hive, config)
         warnings += mcptrust.warnings(self.trusted_as, name, config.mcp, self.environ,
-                                      config.tools)
+                                      config.tools, root=self.hive.root)
         if self.model_problem is not None and (problem := self.model_problem(config.model)):
             # Not this ROM's to fix: the line would send the person to the wrong file.
             warnings.append(problem if entry.own_model else

@@ -49,6 +49,8 @@ class TrustRecord(BaseModel):
     trusted_at: datetime
     mcp: dict[str, str] = Field(default_factory=dict)
     """Each MCP server of its ROMs, `<agent>/<server>` → its spec's fingerprint."""
+    mcp_files: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Each server's hive files (see `mcpfiles`): `<agent>/<server>` → path → sha256."""
 
 
 class ProviderTrust(BaseModel):
@@ -120,16 +122,18 @@ def trust_state(hive: Hive, hive_toml: bytes | None) -> TrustState:
     return TrustState.CHANGED
 
 
-def grant(hive: Hive, hive_toml: bytes | None,
-          mcp: Mapping[str, str] | None = None) -> TrustRecord:
+def grant(hive: Hive, hive_toml: bytes | None, mcp: Mapping[str, str] | None = None,
+          mcp_files: Mapping[str, Mapping[str, str]] | None = None) -> TrustRecord:
     """Record that the user trusts `hive_toml` (None: there is none) and the MCP servers
-    `mcp` (see `mcptrust.fingerprints`) for `hive`, replacing an older record."""
+    `mcp` and the files they run, `mcp_files` (see `mcptrust.fingerprints`), for `hive`,
+    replacing an older record."""
     path = record_path(hive)
     if path is None:
         raise UserError("cannot find your config folder to record the trust in: set "
                         "XDG_CONFIG_HOME or HOME")
     record = TrustRecord(
         hive=str(hive.root), trusted_at=datetime.now(UTC), mcp=dict(mcp or {}),
+        mcp_files={k: dict(v) for k, v in (mcp_files or {}).items()},
         sha256=digest(trust_parts(hive_toml)) if hive_toml is not None else None)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

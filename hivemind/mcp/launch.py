@@ -15,6 +15,7 @@ from pathlib import Path
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 
 from hivemind.mcp import leash
+from hivemind.mcpfiles import server_files
 from hivemind.mcpspec import McpServerSpec, expand
 
 
@@ -28,10 +29,22 @@ class HttpTarget:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def launch_key(spec: McpServerSpec) -> str:
+def launch_key(spec: McpServerSpec, files: Mapping[str, str] | None = None) -> str:
     """What decides the process or connection: the spec without the per-agent settings
-    (the allow-list and the call timeout), so agents that differ only there share it."""
-    return spec.model_copy(update={"tools": None, "timeout": 60.0}).fingerprint()
+    (the allow-list and the call timeout), so agents that differ only there share it,
+    and the digests of the hive files it runs (`files`)."""
+    key = spec.model_copy(update={"tools": None, "timeout": 60.0}).fingerprint()
+    return key + ("".join(f":{p}={d}" for p, d in sorted(files.items())) if files else "")
+
+
+def check_files(spec: McpServerSpec, hive_root: Path, trusted: Mapping[str, str]) -> None:
+    """LaunchProblem unless the hive files `spec` runs are the bytes trusted."""
+    now = server_files(spec, hive_root)
+    if now.problem is not None:
+        raise LaunchProblem(now.problem)
+    if changed := now.changed_since(trusted):
+        raise LaunchProblem(f"{', '.join(changed)} changed since you trusted it: read it, "
+                            "then run `hivemind trust`")
 
 
 def stdio_parameters(spec: McpServerSpec, hive_root: Path,

@@ -47,13 +47,18 @@ class McpPool:
         keep_sdk_records()
 
     async def attach(self, agent: str, servers: Mapping[str, McpServerSpec], *,
-                     wait: float | None = None) -> None:
+                     wait: float | None = None,
+                     files: Mapping[str, Mapping[str, str]] | None = None) -> None:
         """`agent` now names `servers`: start those not running, restart those whose
         settings changed, stop those no agent names any more; then wait (at most `wait`
-        seconds, default the policy's start timeout) until each is ready or failed."""
+        seconds, default the policy's start timeout) until each is ready or failed.
+        `files`: per server, the digests of the hive files it runs as the user trusted
+        them (see `mcpfiles`): other bytes are a new server, and refused at each start."""
         if self._closed:
             raise RuntimeError("the MCP pool is closed")
-        wanted = {name: (spec, (name, launch_key(spec))) for name, spec in servers.items()}
+        files = files or {}
+        wanted = {name: (spec, (name, launch_key(spec, files.get(name))))
+                  for name, spec in servers.items()}
         async with self._lock:
             if wanted:
                 self._agents[agent] = wanted
@@ -64,7 +69,7 @@ class McpPool:
                 if key not in self._servers:
                     server = ManagedServer(name, spec, hive_root=self.hive_root,
                                            environ=self.environ, log=self._log(name),
-                                           policy=self.policy)
+                                           policy=self.policy, files=files.get(name))
                     self._servers[key] = server
                     server.start()
         timeout = self.policy.start_timeout if wait is None else wait

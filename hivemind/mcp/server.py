@@ -23,7 +23,13 @@ from mcp.shared.exceptions import MCPError
 from hivemind.clock import utcnow
 from hivemind.mcp.api import McpResult, McpTool, ServerState, ServerStatus
 from hivemind.mcp.connection import CallTimedOut, Connection, ConnectionLost
-from hivemind.mcp.launch import HttpTarget, LaunchProblem, http_target, stdio_parameters
+from hivemind.mcp.launch import (
+    HttpTarget,
+    LaunchProblem,
+    check_files,
+    http_target,
+    stdio_parameters,
+)
 from hivemind.mcp.names import safe_names
 from hivemind.mcp.results import bounded, to_result
 from hivemind.mcp.serverlog import ServerLog
@@ -51,9 +57,13 @@ class ManagedServer:
     """A server the pool runs (stdio) or connects to (HTTP), shared by its agents."""
 
     def __init__(self, name: str, spec: McpServerSpec, *, hive_root: Path,
-                 environ: Mapping[str, str], log: ServerLog, policy: RestartPolicy) -> None:
+                 environ: Mapping[str, str], log: ServerLog, policy: RestartPolicy,
+                 files: Mapping[str, str] | None = None) -> None:
+        """`files`: the digests of the hive files it runs, as trusted (None: unchecked);
+        each start checks them, so a script changed since is never run."""
         self.name = name
         self.spec = spec
+        self.files = files
         self.hive_root = hive_root
         self.environ = environ
         self.log = log
@@ -242,6 +252,8 @@ class ManagedServer:
                 launch = http_target(self.spec, self.environ)
                 self.log.note(f"connecting to {launch.url}")
             else:
+                if self.files is not None:
+                    check_files(self.spec, self.hive_root, self.files)
                 launch = stdio_parameters(self.spec, self.hive_root, self.environ)
                 self.log.note(f"starting {self.spec.command} {' '.join(self.spec.args)}")
         except LaunchProblem as e:

@@ -1,0 +1,140 @@
+"""The hive's own files an MCP server runs, which the user's trust covers by content.
+
+A stdio server is often a script inside the hive (`args: [tools/notes_server.py]`): a
+`git pull` could change it after the user trusted the ROM's block. So the trust records
+the sha256 of each regular file in the hive that the server's `command` or `args` name
+(an argument `--opt=path` and `-m package.module` too, resolved from its `cwd`), and a
+changed file needs trusting again. A name that resolves outside the hive through a link
+or `..` is refused, as everywhere in a hive. Hashes are cached by (size, mtime, ctime, inode):
+checking before each cycle costs a `stat` per file (ctime too: a file written in place
+with its old mtime put back is hashed again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hivemind.mcpspec import McpServerSpec
+
+MAX_BYTES = 64 * 1024 * 1024
+"""A file the trust would have to hash that is larger than this is refused."""
+_MAX_NAME = 4096
+_cache: dict[str, tuple[tuple[int, ...], str]] = {}
+_cache_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ServerFiles:
+    """The hive files a server runs, `hive-relative path → sha256`, or why it may not."""
+
+    digests: dict[str, str] = field(default_factory=dict)
+    problem: str | None = None
+    """One line: a name that leads out of the hive, a file too large to hash."""
+
+    def changed_since(self, trusted: Mapping[str, str]) -> list[str]:
+        """The files whose bytes are not the ones trusted (`trusted`: as recorded)."""
+        return sorted(p for p, d in self.digests.items() if trusted.get(p) != d)
+
+
+def server_files(spec: McpServerSpec, hive_root: Path) -> ServerFiles:
+    """Which of the hive's files `spec` runs, hashed (none for an HTTP server)."""
+    if spec.command is None:
+        return ServerFiles()
+    root = os.path.realpath(hive_root)
+    base = os.path.join(root, spec.cwd) if spec.cwd else root
+    if not _inside(os.path.realpath(base), root):
+        return ServerFiles(problem=f"cwd {spec.cwd!r} resolves outside the hive")
+    digests: dict[str, str] = {}
+    for name in _named_paths(spec):
+        path = os.path.join(base, name)
+        try:
+            lexical_inside = _inside(os.path.normpath(path), root)
+            if not os.path.lexists(path):
+                continue
+            real = os.path.realpath(path)
+            if not _inside(real, root):
+                if lexical_inside or not os.path.isabs(name):
+                    return ServerFiles(problem=f"{name!r} resolves outside the hive ({real})")
+                continue  # a file of the user's own system, shown at trust as written
+            st = os.stat(real)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if st.st_size > MAX_BYTES:
+                return ServerFiles(problem=f"{name!r} is too large to trust "
+                                           f"({st.st_size // (1024 * 1024)} MB)")
+            digests[Path(os.path.relpath(real, root)).as_posix()] = _digest(real, st)
+        except (OSError, ValueError) as exc:
+            return ServerFiles(problem=f"{name!r} cannot be read: "
+                                       f"{getattr(exc, 'strerror', None) or exc}")
+    return ServerFiles(digests)
+
+
+def look_unchanged(hive_root: Path, digests: Mapping[str, str]) -> bool:
+    """Whether the files of `digests` (as `server_files` gave them) look the same, by
+    their `stat` alone: False for any whose hash would have to be taken again."""
+    root = os.path.realpath(hive_root)
+    for rel, digest in digests.items():
+        path = os.path.join(root, rel)
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            return False
+        with _cache_lock:
+            known = _cache.get(path)
+        if known != (_stat_key(st), digest):
+            return False
+    return True
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def _named_paths(spec: McpServerSpec) -> Iterator[str]:
+    """Every name in the command line that could be a file: the command when it has a
+    folder in it, each argument, the path of `--opt=path`, the file of `-m module`."""
+    if spec.command is not None and ("/" in spec.command or os.sep in spec.command):
+        yield spec.command
+    module_next = False
+    for arg in spec.args:
+        if not arg or len(arg) > _MAX_NAME or "\0" in arg:
+            continue
+        if module_next:
+            module = arg.replace(".", "/")
+            yield f"{module}.py"
+            yield f"{module}/__main__.py"
+            yield f"{module}/__init__.py"
+        module_next = arg == "-m"
+        yield arg
+        if arg.startswith("-") and "=" in arg:
+            yield arg.partition("=")[2]
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _digest(path: str, st: os.stat_result) -> str:
+    key = _stat_key(st)
+    with _cache_lock:
+        known = _cache.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    # No link followed, no FIFO waited on: it may have been swapped since the stat.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        h = hashlib.sha256()
+        while chunk := f.read(1024 * 1024):
+            h.update(chunk)
+    digest = h.hexdigest()
+    with _cache_lock:
+        _cache[path] = (key, digest)
+    return digest
