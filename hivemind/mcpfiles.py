@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hivemind.mcpspec import McpServerSpec
+from hivemind.mcpspec import McpServerSpec, expand
 
 MAX_BYTES = 64 * 1024 * 1024
 """A file the trust would have to hash that is larger than this is refused."""
@@ -51,7 +52,7 @@ def server_files(spec: McpServerSpec, hive_root: Path) -> ServerFiles:
     if not _inside(os.path.realpath(base), root):
         return ServerFiles(problem=f"cwd {spec.cwd!r} resolves outside the hive")
     digests: dict[str, str] = {}
-    for name in _named_paths(spec):
+    for name in _named_paths(spec, base):
         path = os.path.join(base, name)
         try:
             lexical_inside = _inside(os.path.normpath(path), root)
@@ -96,11 +97,30 @@ def _stat_key(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
-def _named_paths(spec: McpServerSpec) -> Iterator[str]:
-    """Every name in the command line that could be a file: the command when it has a
-    folder in it, each argument, the path of `--opt=path`, the file of `-m module`."""
-    if spec.command is not None and ("/" in spec.command or os.sep in spec.command):
-        yield spec.command
+def program(command: str, base: str, search_path: str | None) -> str | None:
+    """The file `command` runs from the server's folder `base`: a name with a folder is
+    in `base`; a bare one is looked up on `search_path`, whose relative entries (".",
+    "tools/bin", an empty one) are folders of `base`, never of the daemon's own folder."""
+    if os.sep in command or (os.altsep and os.altsep in command):
+        return os.path.join(base, command)
+    entries = [e if os.path.isabs(e) else os.path.join(base, e or ".")
+               for e in (search_path or os.defpath).split(os.pathsep)]
+    return shutil.which(command, path=os.pathsep.join(entries))
+
+
+def search_path(spec: McpServerSpec, environ: Mapping[str, str]) -> str | None:
+    """The PATH a server's command is looked up on: the ROM's `env` PATH, else yours."""
+    given = spec.env.get("PATH")
+    return expand(given, environ) if given is not None else environ.get("PATH")
+
+
+def _named_paths(spec: McpServerSpec, base: str) -> Iterator[str]:
+    """Every name in the command line that could be a file: the program the command
+    runs, each argument, the path of `--opt=path`, the file of `-m module`."""
+    if spec.command is not None:
+        found = program(spec.command, base, search_path(spec, os.environ))
+        if found is not None:
+            yield found
     module_next = False
     for arg in spec.args:
         if not arg or len(arg) > _MAX_NAME or "\0" in arg:

@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 from hivemind.cli.app import app
 from hivemind.daemon.daemon import Daemon, RunOptions
 from hivemind.hive.layout import Hive
-from hivemind.hive.mcptrust import ServerTrust, server_trust
+from hivemind.hive.mcptrust import ServerTrust, server_trust, trusted_servers
 from hivemind.hive.rom import RomRegistry
 from hivemind.llm.offline import OfflineProvider
 from hivemind.mcp.api import ServerStatus
@@ -146,4 +146,38 @@ def test_a_running_server_whose_script_changes_stops_until_trusted(hive: Hive) -
             await asyncio.wait_for(run, 60)
 
     daemon = Daemon(hive, fast_config(hive), OfflineProvider(), RunOptions(idle_settle=0.2))
+    asyncio.run(main())
+
+
+def test_a_program_the_roms_path_finds_in_the_hive_is_covered(
+    hive: Hive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `command: python3` with `env: {PATH: tools/bin}`: the hive's own python3 runs.
+    shim = hive.root / "tools" / "bin" / "python3"
+    shim.parent.mkdir(parents=True)
+    shim.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    shim.chmod(0o755)
+    write_agent(hive, "a", "mcp:\n  notes:\n    command: python3\n"
+                f"    args: [{json.dumps(str(SERVERS / 'notes.py'))}]\n"
+                "    env: {PATH: 'tools/bin:/usr/bin:/bin'}\n")
+    monkeypatch.chdir(tmp_path)  # the daemon's folder is not the hive's
+    done = cli("trust", str(hive.root))
+    assert "runs the hive's tools/bin/python3" in " ".join(done.output.split())
+    assert states(hive) == {"notes": ServerTrust.TRUSTED}
+    with shim.open("a") as f:
+        f.write("# and something else\n")
+    assert states(hive) == {"notes": ServerTrust.FILE_CHANGED}
+    assert cli("trust", str(hive.root)).exit_code == 0
+    cfg = RomRegistry(hive, AgentSettings()).load("a")
+    [(spec, files)] = trusted_servers(hive, "a", cfg.mcp).values()
+
+    async def main() -> None:
+        pool = McpPool(hive.root, policy=QUICK)
+        try:
+            await pool.attach("a", {"notes": spec}, files={"notes": files})
+            [state] = pool.states()
+            assert state.status is ServerStatus.READY, state.error
+        finally:
+            await pool.aclose(5.0)
+
     asyncio.run(main())

@@ -6,7 +6,6 @@ one line; no retry can fix it, so the server is marked failed at once.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from pathlib import Path
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 
 from hivemind.mcp import leash
-from hivemind.mcpfiles import server_files
+from hivemind.mcpfiles import program, server_files
 from hivemind.mcpspec import McpServerSpec, expand
 
 
@@ -82,13 +81,14 @@ def confined_cwd(cwd: str | None, hive_root: Path) -> Path:
 
 
 def _resolve(command: str, cwd: Path, path: str | None) -> str:
-    """`command` as a path to run, or a LaunchProblem saying it is not there."""
+    """`command` as a path to run, or a LaunchProblem saying it is not there (found as
+    the trust found it: a relative PATH entry is a folder of the server's, see
+    `mcpfiles.program`)."""
+    found = program(command, str(cwd), path)
     if os.sep in command or (os.altsep and os.altsep in command):
-        program = cwd / command
-        if not (program.is_file() and os.access(program, os.X_OK)):
+        if found is None or not (os.path.isfile(found) and os.access(found, os.X_OK)):
             raise LaunchProblem(f"command {command!r} is not a program in {cwd}")
-        return str(program)
-    found = shutil.which(command, path=path)
+        return found
     if found is None:
         raise LaunchProblem(f"command {command!r} is not found on PATH")
     return found
