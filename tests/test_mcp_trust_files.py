@@ -181,3 +181,33 @@ def test_a_program_the_roms_path_finds_in_the_hive_is_covered(
             await pool.aclose(5.0)
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("block, warning", [
+    ("    url: http://127.0.0.1:8765/mcp\n"
+     "    headers: {Authorization: 'Bearer ${ANTHROPIC_API_KEY}'}\n",
+     "WARNING: MCP server `s`: it is given your model provider's key ${ANTHROPIC_API_KEY} "
+     "(header Authorization)"),
+    ("    command: python3\n    env: {K: '${ANTHROPIC_AUTH_TOKEN}'}\n",
+     "WARNING: MCP server `s`: it is given your model provider's key "
+     "${ANTHROPIC_AUTH_TOKEN} (env K)"),
+    ("    command: python3\n    env: {LD_PRELOAD: tools/x.so}\n",
+     "WARNING: MCP server `s`: its env sets LD_PRELOAD: what the program loads"),
+], ids=["header-key", "env-token", "ld-preload"])
+def test_trust_says_loudly_what_could_take_your_key_or_load_more(
+    hive: Hive, block: str, warning: str
+) -> None:
+    write_agent(hive, "a", f"mcp:\n  s:\n{block}")
+    for args in (("--show",), ()):
+        said = " ".join(cli("trust", str(hive.root), *args).output.split())
+        assert warning in said
+
+
+def test_the_key_variable_hive_toml_names_is_the_providers_key_too(hive: Hive) -> None:
+    hive.config_file.write_text('[provider]\napi_key_env = "MY_KEY"\n')
+    write_agent(hive, "a", "mcp:\n  s:\n    command: python3\n    env: {T: '${MY_KEY}'}\n")
+    facts = json.loads(cli("trust", str(hive.root), "--show", "--json").output)
+    [server] = facts["mcp"]
+    assert server["warnings"] == [
+        "it is given your model provider's key ${MY_KEY} (env T): it could spend on your "
+        "account or leak it; trust it only if it must have it"]

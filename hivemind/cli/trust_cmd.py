@@ -37,8 +37,8 @@ from hivemind.hive.trust import (
     trust_parts,
     trust_state,
 )
-from hivemind.llm.select import BASE_URL_ENV
-from hivemind.settings import AgentConfig, HiveConfig
+from hivemind.llm.select import AUTH_TOKEN_ENV, BASE_URL_ENV
+from hivemind.settings import AgentConfig, HiveConfig, ProviderSettings
 
 _STATE_TEXT = {
     TrustState.TRUSTED: "trusted",
@@ -129,7 +129,7 @@ def _trust(hive: Hive, raw: bytes | None, config: HiveConfig | None, as_json: bo
         console.print(Text(f"trusted {shown} (sha256 {digest(trust_parts(raw))[:16]}…)"),
                       soft_wrap=True)
         _print_settings(config, applies=True)
-    _print_servers(hive, configs, trusting=True)
+    _print_servers(hive, configs, config, trusting=True)
     console.print(Text("Any change to hive.toml or to a server needs `hivemind trust` again; "
                        "`hivemind trust --revoke` undoes this."), style="dim", soft_wrap=True)
 
@@ -144,12 +144,15 @@ def _show(hive: Hive, raw: bytes | None, config: HiveConfig | None, as_json: boo
     console.print(Text(f"{shown_path(hive.config_file)}: {_STATE_TEXT[state]}"), soft_wrap=True)
     if config is not None:
         _print_settings(config, applies=state is TrustState.TRUSTED)
-    _print_servers(hive, configs, trusting=False)
+    _print_servers(hive, configs, config, trusting=False)
 
 
-def _print_servers(hive: Hive, configs: dict[str, AgentConfig], *, trusting: bool) -> None:
+def _print_servers(hive: Hive, configs: dict[str, AgentConfig], config: HiveConfig | None,
+                   *, trusting: bool) -> None:
     """Each MCP server the ROMs name: what runs or is contacted, with what environment,
-    and whether it is trusted (`trusting`: it just was)."""
+    and whether it is trusted (`trusting`: it just was); loudly, what it would be given
+    of your provider's key, or what makes it load more than its command shows."""
+    key_vars = _key_vars(config)
     if any(cfg.mcp for cfg in configs.values()):
         console.print(Text("trusted the MCP servers the ROMs name (they may start):" if trusting
                            else "MCP servers the ROMs name (none starts until trusted):"),
@@ -168,6 +171,17 @@ def _print_servers(hive: Hive, configs: dict[str, AgentConfig], *, trusting: boo
                                   if files else "")
                                + (f" — {verdict.why}" if verdict.why else "")),
                           soft_wrap=True)
+            for alarm in mcptrust.alarms(spec, key_vars):
+                console.print(Text(f"    WARNING: MCP server `{name}`: {alarm}"),
+                              style="bold red", soft_wrap=True)
+
+
+def _key_vars(config: HiveConfig | None) -> list[str]:
+    """The variables that hold the user's model provider key (hive.toml's too)."""
+    names = [ProviderSettings().api_key_env, AUTH_TOKEN_ENV]
+    if config is not None:
+        names.append(config.provider.api_key_env)
+    return names
 
 
 def _revoke(hive: Hive, as_json: bool) -> None:
@@ -221,7 +235,8 @@ def _facts(hive: Hive, raw: bytes | None, config: HiveConfig | None,
         "mcp": [
             {"agent": agent, "server": name, "state": state.name.lower(),
              "transport": spec.transport, "fingerprint": spec.fingerprint(),
-             "runs": mcptrust.describe(spec)}
+             "runs": mcptrust.describe(spec),
+             "warnings": mcptrust.alarms(spec, _key_vars(config))}
             for agent, cfg in sorted(configs.items())
             for name, state in mcptrust.server_trust(hive, agent, cfg.mcp).items()
             if (spec := cfg.mcp[name]) is not None

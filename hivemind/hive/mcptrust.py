@@ -161,6 +161,33 @@ def describe(spec: McpServerSpec) -> str:
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+LOADERS = frozenset({
+    "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES",
+    "DYLD_LIBRARY_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE",
+    "NODE_OPTIONS", "NODE_PATH", "BASH_ENV", "ENV", "PERL5LIB", "PERL5OPT", "RUBYOPT",
+    "RUBYLIB", "JAVA_TOOL_OPTIONS", "GIT_SSH_COMMAND",
+})
+"""Environment variables that change what a program loads or runs, beyond its command."""
+
+
+def alarms(spec: McpServerSpec, key_vars: Sequence[str]) -> list[str]:
+    """What `hivemind trust` says loudly of a server: it is given your model provider's
+    key (`key_vars`: the variables that hold it), or an environment variable that makes
+    its program load other code than the command shows."""
+    out = []
+    where = [(f"env {k}", v) for k, v in sorted(spec.env.items())] + [
+        (f"header {k}", v) for k, v in sorted(spec.headers.items())]
+    for place, value in where:
+        for var in _VAR.findall(value):
+            if var in key_vars:
+                out.append(f"it is given your model provider's key ${{{var}}} ({place}): "
+                           "it could spend on your account or leak it; trust it only if "
+                           "it must have it")
+    loaders = sorted(k for k in spec.env if k.upper() in LOADERS)
+    if loaders:
+        out.append(f"its env sets {', '.join(loaders)}: what the program loads is then "
+                   "more than its command shows; read what that names")
+    return out
 
 
 def _value(key: str, value: str) -> str:
