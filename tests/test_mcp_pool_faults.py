@@ -105,11 +105,12 @@ async def main():
     await pool.attach("lead", {"notes": spec})
     pid = (await pool.call("lead", "notes", "pid", {})).text
     child = (await pool.call("lead", "notes", "spawn", {})).text
+    escaped = (await pool.call("lead", "notes", "escape", {})).text
     # A stalled server never reads its stdin closing: only the leash can end it.
     stalled = asyncio.create_task(pool.call("lead", "notes", "stall", {"mark": sys.argv[3]}))
     while not Path(sys.argv[3]).exists():
         await asyncio.sleep(0.02)
-    print(pid, child, flush=True)
+    print(pid, child, escaped, flush=True)
     await stalled
 
 asyncio.run(main())
@@ -127,11 +128,11 @@ async def test_kill_9_of_the_daemon_leaves_no_server_nor_its_children_behind(
     try:
         assert daemon.stdout is not None
         line = await asyncio.wait_for(asyncio.to_thread(daemon.stdout.readline), 60)
-        pids = [int(word) for word in line.split()]  # the server, a process it started
+        pids = [int(word) for word in line.split()]  # the server, what it started
         assert all(alive(pid) for pid in pids)
         daemon.send_signal(signal.SIGKILL)
         daemon.wait(30)
-        assert [await gone(pid) for pid in pids] == [True, True]
+        assert [await gone(pid) for pid in pids] == [True, True, True]
     finally:
         if daemon.poll() is None:
             daemon.kill()
@@ -139,6 +140,18 @@ async def test_kill_9_of_the_daemon_leaves_no_server_nor_its_children_behind(
         for pid in pids:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)  # not left behind by a failing run either
+
+
+@pytest.mark.parametrize("how", ["stopped", "crashed"])
+async def test_a_daemon_of_the_servers_own_goes_with_it(pool: McpPool, how: str) -> None:
+    await pool.attach("lead", {"notes": notes_spec()})
+    escaped = int((await pool.call("lead", "notes", "escape", {})).text)
+    assert alive(escaped)
+    if how == "stopped":
+        await pool.detach("lead")
+    else:
+        assert (await pool.call("lead", "notes", "crash", {})).is_error
+    assert await gone(escaped)
 
 
 async def test_a_server_waiting_out_its_back_off_stops_at_once(tmp_path: Path) -> None:

@@ -8,7 +8,10 @@ own) and runs the server as its child. On Linux the kernel signals the leash whe
 daemon's thread that started it ends (prctl PR_SET_PDEATHSIG), even a daemon killed
 with -9; the leash then kills the whole group: the server and what it started (the
 `node` under `npx`, say), which a signal to the server alone would leave behind. The
-server too is killed if the leash goes. The leash says on stderr the server's pid, and
+server too is killed if the leash goes. The leash is the "subreaper" of what the server
+starts (prctl PR_SET_CHILD_SUBREAPER): a process that leaves the group (a daemon of its
+own, `setsid`) is still the leash's descendant, and is killed with the rest when the
+server ends or the daemon goes. The leash says on stderr the server's pid, and
 how it ended (the daemon reads both there: the server's exit code is otherwise lost).
 It imports nothing but the standard library: it runs with the server's small
 environment, where hivemind may not be importable.
@@ -21,9 +24,11 @@ import ctypes
 import os
 import signal
 import sys
+import time
 from types import FrameType
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent thread ends
+PR_SET_CHILD_SUBREAPER = 36  # prctl(2): orphans below this process are reparented to it
 PID_MARK = "hivemind-mcp-leash pid "
 """`<mark><server pid> group <group id>`: a line on stderr, before the server's own."""
 EXIT_MARK = "hivemind-mcp-leash exit "
@@ -44,8 +49,63 @@ def _signal_when_parent_ends(signum: int) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
 
 
+def _become_subreaper() -> None:
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root` that still runs (from /proc; none elsewhere)."""
+    children: dict[int, list[int]] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields and fields[0] not in (b"Z", b"X"):
+                children.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found.extend(kids)
+        todo.extend(kids)
+    return found
+
+
+def _kill_descendants() -> None:
+    """Kill whatever the server started that is still running, whatever its group or
+    session, and reap what comes back to the leash (a few rounds: one may fork)."""
+    me = os.getpid()
+    for _ in range(20):
+        found = _descendants(me)
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        _reap()
+        if not found:
+            return
+        time.sleep(0.01)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def _end_group(signum: int, frame: FrameType | None) -> None:
-    """The daemon is gone: the server's whole process group goes too (this leash too)."""
+    """The daemon is gone: the server and all it started go too (this leash too)."""
+    _kill_descendants()
     os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
@@ -76,6 +136,7 @@ def main(argv: list[str]) -> int:
         return 2
     signal.signal(_GONE, _end_group)
     _signal_when_parent_ends(_GONE)
+    _become_subreaper()
     if os.getppid() != int(argv[0]):
         return 1  # the daemon died before the prctl: no signal would come
     leash = os.getpid()
@@ -95,6 +156,7 @@ def main(argv: list[str]) -> int:
     _say(f"{PID_MARK}{server} group {os.getpgrp()}")
     _, status = os.waitpid(server, 0)
     code = os.waitstatus_to_exitcode(status)
+    _kill_descendants()  # what it left behind, in its group or not
     _say(f"{EXIT_MARK}{code}")
     return code if code >= 0 else 128 - code
 

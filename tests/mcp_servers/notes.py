@@ -2,6 +2,7 @@
 
 Its tools: `lookup` answers, `env` reads a variable of its environment, `big` returns
 n characters, `grow` adds a tool, `pid` says its process id, `spawn` starts a child,
+`escape` one in a session of its own,
 `fail` raises, `refuse` errs, `crash` exits mid-call, `stall` blocks its own event loop (a stuck
 server), `slow` sleeps without blocking it.
 """
@@ -50,6 +51,15 @@ def spawn() -> str:
     """Starts a process of its own (as `npx` starts `node`); says its pid."""
     child = subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return str(child.pid)
+
+
+@app.tool()
+def escape() -> str:
+    """Starts a daemon of its own, in a session of its own (out of the server's group)."""
+    child = subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
     return str(child.pid)
 
 
