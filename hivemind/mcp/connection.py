@@ -32,6 +32,7 @@ from hivemind.mcp.serverlog import CURRENT, ServerLog, StderrPipe
 
 CLIENT = types.Implementation(name="hivemind", version="0.1")
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+RELIST_EVERY = 1.0  # seconds between two listings of a server's tools
 _EXIT_SEEN = 2.0  # how long to wait for an exited server's last stderr lines
 
 
@@ -245,6 +246,9 @@ class Connection:
             self._relisting = asyncio.create_task(self._relist())
 
     async def _relist(self) -> None:
+        # At most once a second, whatever it says: a server that says so again and
+        # again would have the daemon do nothing else.
+        await asyncio.sleep(RELIST_EVERY)
         session = self._session
         if session is None:
             return

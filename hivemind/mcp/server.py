@@ -33,6 +33,7 @@ from hivemind.mcp.launch import (
 from hivemind.mcp.names import safe_names
 from hivemind.mcp.results import bounded, to_result
 from hivemind.mcp.serverlog import ServerLog
+from hivemind.mcp.vetting import vet_tools
 from hivemind.mcpspec import McpServerSpec
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ class ManagedServer:
         self.error: str | None = None
         self.restarts = 0
         self.tools: list[McpTool] = []
+        self._list_problem: str | None = None  # what of its tool list was left out
         self._own: dict[str, str] = {}  # a tool's name as offered → the server's, if not
         """What it offers, by name (all of it: each agent's allow-list applies later)."""
         self._conn: Connection | None = None
@@ -173,9 +175,16 @@ class ManagedServer:
         own = safe_names(self.name, (t.name for t in tools))
         by_name = {t.name: t for t in tools}
         self._own = {safe: name for safe, name in own.items() if safe != name}
-        self.tools = sorted((McpTool(self.name, safe, by_name[name].description or "",
-                                     dict(by_name[name].input_schema))
-                             for safe, name in own.items()), key=lambda t: t.name)
+        offered = [McpTool(self.name, safe, by_name[name].description or "",
+                           dict(by_name[name].input_schema)) for safe, name in own.items()]
+        self.tools, problem = vet_tools(offered)
+        if problem is not None:  # what status says of it, until its list is fine
+            if problem != self.error:
+                self.log.note(problem)
+            self.error = problem
+        elif self.error is not None and self.error == self._list_problem:
+            self.error = None
+        self._list_problem = problem
         for safe, name in self._own.items():
             self.log.note(f"its tool {name!r} is offered as {safe!r}: a model takes no "
                           "other characters than letters, digits, _ and -, and 64 at most")
