@@ -9,13 +9,16 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import mcp_types as types
 import pytest
 
 from hivemind.mcp import connection
 from hivemind.mcp.api import ServerStatus
 from hivemind.mcp.pool import McpPool
+from hivemind.mcp.results import to_result
 from hivemind.mcp.vetting import MAX_DESCRIPTION, MAX_TOOLS, schema_problem
 from hivemind.mcpspec import McpServerSpec
+from tests.helpers import until
 from tests.mcp_helpers import QUICK, SERVERS
 
 
@@ -83,3 +86,22 @@ def test_schema_problems_are_said_in_a_few_words(schema: dict[str, object],
                                                  why: str | None) -> None:
     said = schema_problem(schema)
     assert said == why if why is None else (said is not None and said.startswith(why))
+
+
+async def test_what_a_server_says_reaches_no_terminal_as_escape_sequences(
+        pool: McpPool) -> None:
+    # It writes `ESC[2J ESC]0;owned BEL bye U+202E` on stderr, then exits mid-call.
+    await pool.attach("a", {"h": hostile("noisy")})
+    result = await pool.call("a", "h", "one", {})
+    assert result.is_error
+    assert result.text.endswith("\ufffd[2J\ufffd]0;owned\ufffd bye\ufffd")
+    await until(lambda: pool.states()[0].error is not None, "its exit is seen")
+    error = pool.states()[0].error
+    assert error is not None and "owned\ufffd bye\ufffd" in error
+    assert not any(c in error for c in "\x1b\x07\u202e")
+
+
+def test_a_result_keeps_its_lines_and_tabs_but_no_control_characters() -> None:
+    said = to_result(types.CallToolResult(content=[types.TextContent(
+        type="text", text="a\tb\nc\x1b[31md\x00\x7f\x9b")]), 100)
+    assert said.text == "a\tb\nc\ufffd[31md\ufffd\ufffd\ufffd"

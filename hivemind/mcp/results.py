@@ -22,12 +22,27 @@ def to_result(result: types.CallToolResult, max_chars: int) -> McpResult:
     return bounded(_pieces(result), max_chars, is_error=bool(result.is_error))
 
 
+_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_UNPRINTABLE = {c: "\ufffd" for c in [*range(0x20), *range(0x7F, 0xA0), *_BIDI]
+                if c not in (0x09, 0x0A)}
+_UNPRINTABLE_LINE = _UNPRINTABLE | {0x09: " ", 0x0A: " "}
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """`text` with the control characters a terminal acts on (escape sequences, bells,
+    backspaces, bidi overrides) shown as U+FFFD: what a server says reaches the console,
+    `status` and `log`. Tabs and newlines are kept, unless `one_line`."""
+    return text.translate(_UNPRINTABLE_LINE if one_line else _UNPRINTABLE)
+
+
 def bounded(pieces: Iterator[str], max_chars: int, *, is_error: bool = False) -> McpResult:
-    """The pieces joined, kept to `max_chars`; the rest counted, not kept."""
+    """The pieces joined, kept to `max_chars` (control characters made visible); the
+    rest counted, not kept."""
     kept: list[str] = []
     room = max_chars
     cut = 0
-    for piece in pieces:
+    for raw in pieces:
+        piece = printable(raw) if room else raw  # past the cap it is only counted
         if room >= len(piece):
             kept.append(piece)
             room -= len(piece)

@@ -31,7 +31,7 @@ from hivemind.mcp.launch import (
     stdio_parameters,
 )
 from hivemind.mcp.names import safe_names
-from hivemind.mcp.results import bounded, to_result
+from hivemind.mcp.results import bounded, printable, to_result
 from hivemind.mcp.serverlog import ServerLog
 from hivemind.mcp.vetting import vet_tools
 from hivemind.mcpspec import McpServerSpec
@@ -105,7 +105,8 @@ class ManagedServer:
         conn = self._conn
         pid = conn.pid if conn is not None and self.status == ServerStatus.READY else None
         return ServerState(self.name, self.status, self.spec.transport, len(self.tools),
-                           agents, pid=pid, restarts=self.restarts, error=self.error)
+                           agents, pid=pid, restarts=self.restarts,
+                           error=printable(self.error, one_line=True) if self.error else None)
 
     async def call(self, tool: str, arguments: dict[str, Any], *, limit: float,
                    max_chars: int) -> McpResult:

@@ -22,6 +22,7 @@ from typing import IO
 
 from hivemind.clock import utcnow
 from hivemind.mcp.leash import EXIT_MARK, PID_MARK
+from hivemind.mcp.results import printable
 
 MAX_LOG_BYTES = 1_000_000
 TAIL_LINES = 20
@@ -180,7 +181,7 @@ class StderrPipe:
 
     def _lines(self, lines: list[str]) -> None:
         leash = [line for line in lines if line.startswith((PID_MARK, EXIT_MARK))]
-        kept = [line for line in lines if line and line not in leash]
+        kept = [printable(line) for line in lines if line and line not in leash]
         for line in kept:
             self.log._line(line)
         if kept:
