@@ -455,3 +455,10 @@ def test_a_field_missing_from_a_record_is_left_out_not_shown_as_none(
     assert result.exit_code == 0, result.output
     assert result.output.startswith("?        worker "), result.output  # no time: "?"
     assert "\n".join(what(line) for line in result.output.splitlines()) == expected
+
+
+def test_a_result_with_escape_sequences_is_shown_without_them() -> None:
+    # A hive file read by a tool, or a server's result: `log` and `top` print it.
+    from hivemind.cli.logview import one_line
+    shown = one_line("a\x1b]0;owned\x07 b\x1b[2J\u202ec")
+    assert shown == "a\ufffd]0;owned\ufffd b\ufffd[2J\ufffdc"

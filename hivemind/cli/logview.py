@@ -23,6 +23,7 @@ from hivemind.agent.record import (
     RomFixed,
     RomProblem,
 )
+from hivemind.mcp.results import printable
 
 SAID_CHARS = 200  # of the model's text, on its one line
 ARG_CHARS = 40  # of one argument of a tool call
@@ -32,8 +33,9 @@ TASK_WIDTH = 16  # the task column (a longer id pushes the rest along)
 
 
 def one_line(value: object, limit: int | None = None) -> str:
-    """`value` on one line (whitespace runs become one space), cut to `limit` with `…`."""
-    text = " ".join(str(value).split())
+    """`value` on one line (whitespace runs become one space), cut to `limit` with `…`;
+    a control character (a hive file's escape sequence, read by a tool) shows as U+FFFD."""
+    text = printable(" ".join(str(value).split()), one_line=True)
     if limit is not None and len(text) > limit:
         return text[: max(0, limit - 1)] + "…"
     return text
