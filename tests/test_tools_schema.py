@@ -133,3 +133,14 @@ async def test_a_title_past_its_unsaid_cap_is_refused_naming_it(hive: Hive) -> N
     content, is_error = await call(ctx, "create_task", title="t" * 201)
     assert is_error and "title" in content and "200" in content
     assert not list(hive.tasks_dir.glob("*.md"))  # nothing was created
+
+
+def test_a_recursive_definition_stays_a_reference_to_it() -> None:
+    # A tree, as an MCP server's pydantic model may have: expanding it never ends.
+    node = {"type": "object", "title": "Node",
+            "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}
+    schema = compact_schema({"type": "object", "properties": {"root": {"$ref": "#/$defs/Node"}},
+                             "$defs": {"Node": node}})
+    children = schema["properties"]["root"]["properties"]["children"]
+    assert children["items"] == {"$ref": "#/$defs/Node"}
+    assert schema["$defs"] == {"Node": node}

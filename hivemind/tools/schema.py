@@ -26,18 +26,29 @@ _NULL = {"type": "null"}
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema without titles, null branches, null defaults and safety caps."""
     defs = schema.get("$defs", {})
-    out = _compact(schema, defs)
+    defs = defs if isinstance(defs, dict) else {}
+    kept: set[str] = set()
+    out = _compact(schema, defs, (), kept)
     out.pop("$defs", None)
+    if kept:  # a recursive definition (a tree) stays a reference, with its definition
+        out["$defs"] = defs
     return out
 
 
-def _compact(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+def _compact(node: dict[str, Any], defs: dict[str, Any], within: tuple[str, ...],
+             kept: set[str]) -> dict[str, Any]:
+    """`node` compacted; `within`: the definitions being expanded around it, `kept`
+    gets those left as a `$ref` (to itself: it would expand forever)."""
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = defs.get(ref.removeprefix("#/$defs/"))
-        if isinstance(target, dict):
+        name = ref.removeprefix("#/$defs/")
+        target = defs.get(name)
+        if name in within:
+            kept.add(name)
+        elif isinstance(target, dict):
             rest = {k: v for k, v in node.items() if k != "$ref"}
             node = {**target, **rest}
+            within = (*within, name)
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "title" or (key == "default" and _says_nothing(value)):
@@ -51,12 +62,14 @@ def _compact(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         if key in _BOUNDS and isinstance(value, float) and value.is_integer():
             out[key] = int(value)
         elif key == "properties" and isinstance(value, dict):
-            out[key] = {name: _compact(sub, defs) for name, sub in value.items()}
+            out[key] = {name: _compact(sub, defs, within, kept) if isinstance(sub, dict)
+                        else sub for name, sub in value.items()}
         elif key == "items" and isinstance(value, dict):
-            out[key] = _compact(value, defs)
+            out[key] = _compact(value, defs, within, kept)
         elif key == "anyOf" and isinstance(value, list):
-            branches = [_compact(b, defs) for b in value if b != _NULL]
-            if len(branches) == 1:
+            branches = [_compact(b, defs, within, kept) if isinstance(b, dict) else b
+                        for b in value if b != _NULL]
+            if len(branches) == 1 and isinstance(branches[0], dict):
                 out.update(branches[0])
             elif (merged := _type_list(branches)) is not None:
                 out.update(merged)
