@@ -105,3 +105,10 @@ def test_a_result_keeps_its_lines_and_tabs_but_no_control_characters() -> None:
     said = to_result(types.CallToolResult(content=[types.TextContent(
         type="text", text="a\tb\nc\x1b[31md\x00\x7f\x9b")]), 100)
     assert said.text == "a\tb\nc\ufffd[31md\ufffd\ufffd\ufffd"
+
+
+def test_a_schema_nested_too_deep_is_left_out() -> None:
+    schema: dict[str, object] = {"type": "object"}
+    for _ in range(100):
+        schema = {"type": "object", "properties": {"a": schema}}
+    assert schema_problem(schema) == "its input schema nests deeper than 64"

@@ -22,6 +22,8 @@ MAX_DESCRIPTION = 2048
 """Characters of a tool's description (Claude Code cuts at as many)."""
 MAX_SCHEMA_CHARS = 16_384
 """A tool's input schema as compact JSON."""
+MAX_DEPTH = 64
+"""Levels of a tool's input schema (what walks it recurses)."""
 _CUT = "… [cut]"
 _known: dict[str, str | None] = {}  # a schema's JSON → why it is refused (None: valid)
 
@@ -74,7 +76,9 @@ def schema_problem(schema: Any) -> str | None:
     if text in _known:
         return _known[text]
     why: str | None = None
-    if schema.get("type", "object") != "object":
+    if _depth(schema) > MAX_DEPTH:
+        why = f"its input schema nests deeper than {MAX_DEPTH}"
+    elif schema.get("type", "object") != "object":
         why = "its input schema is not for an object"
     else:
         try:
@@ -88,3 +92,16 @@ def schema_problem(schema: Any) -> str | None:
         _known.clear()
     _known[text] = why
     return why
+
+
+def _depth(value: Any) -> int:
+    """How deep `value`'s lists and mappings nest (walked without recursion)."""
+    deepest = 0
+    todo = [(value, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, dict | list) and depth <= MAX_DEPTH + 1:
+            deepest = max(deepest, depth)
+            todo.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict)
+                                                 else node))
+    return deepest
