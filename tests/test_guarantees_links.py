@@ -312,7 +312,7 @@ def test_a_tools_bug_is_a_tool_error_for_the_model_and_shown_in_audit_and_status
     assert bug in hive.audit_path("worker").read_text()
 
 
-@pytest.mark.parametrize("name", ["daemon.lock", "audit/assistant.jsonl"])
+@pytest.mark.parametrize("name", ["daemon.lock", "audit/assistant.jsonl", "mcp"])
 def test_run_refuses_a_link_among_the_runtimes_own_files(base: Path, name: str) -> None:
     """.hivemind/ is the runtime's own: through a committed link the lock file would
     truncate, and the audit append to, a file of the user's."""

@@ -192,6 +192,22 @@ async def test_stderr_goes_to_the_servers_log_file(pool: McpPool, tmp_path: Path
     assert (tmp_path / "logs" / "notes.log").read_text().endswith(" stopped\n")
 
 
+async def test_a_log_file_linking_out_is_not_written_through(
+        tmp_path: Path) -> None:
+    bashrc = tmp_path / ".bashrc"
+    bashrc.write_text("the user's own file\n")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "notes.log").symlink_to(bashrc)
+    pool = McpPool(tmp_path, {}, log_dir=tmp_path / "logs", policy=QUICK)
+    try:
+        await pool.attach("lead", {"notes": notes_spec()})
+        assert not (await pool.call("lead", "notes", "lookup", {"q": "x"})).is_error
+    finally:
+        await pool.aclose(2.0)
+    await asyncio.to_thread(serverlog.flush)
+    assert bashrc.read_text() == "the user's own file\n"
+
+
 async def test_tools_a_server_adds_are_offered_once_it_says_so(
         pool: McpPool, tmp_path: Path) -> None:
     await pool.attach("lead", {"notes": notes_spec()})

@@ -292,7 +292,8 @@ def folder_link_out(hive: Hive) -> str | None:
                     "the runtime does not follow links out of a hive: make it a real folder")
     # A cloned hive may carry a link among the runtime's own files in .hivemind/: the
     # lock file truncated, the audit appended to, through it.
-    linked = first_link((hive.state_dir, hive.audit_dir, hive.state_dir / "roms"))
+    linked = first_link((hive.state_dir, hive.audit_dir, hive.state_dir / "roms",
+                         hive.state_dir / "mcp"))
     if linked is None:
         return None
     return (f"{os.path.relpath(linked, hive.root)}: a link; .hivemind/ holds the runtime's "

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import queue
+import stat
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -124,10 +125,20 @@ def _append_all() -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
                     os.replace(path, path.with_name(path.name + ".1"))
-                with path.open("a", encoding="utf-8", errors="replace") as out:
-                    out.write(text)
+                _append(path, text)
         finally:
             _WRITES.task_done()
+
+
+def _append(path: Path, text: str) -> None:
+    """Append to a regular file only: a link there (a cloned hive's, to a file of the
+    user's) is not followed, a FIFO not waited on."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                 | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "a", encoding="utf-8", errors="replace") as out:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        out.write(text)
 
 
 class StderrPipe:
