@@ -3,17 +3,18 @@
 A stdio server is often a script inside the hive (`args: [tools/notes_server.py]`): a
 `git pull` could change it after the user trusted the ROM's block. So the trust records
 the sha256 of each regular file in the hive that the server's `command` or `args` name
-(an argument `--opt=path` and `-m package.module` too, resolved from its `cwd`), and a
-changed file needs trusting again. A name that resolves outside the hive through a link
-or `..` is refused, as everywhere in a hive. Hashes are cached by (size, mtime, ctime, inode):
-checking before each cycle costs a `stat` per file (ctime too: a file written in place
-with its old mtime put back is hashed again).
+(an argument `--opt=path`, `-m package.module` and the words of `sh -c "…"` too,
+resolved from its `cwd`), and a changed file needs trusting again. A name that resolves
+outside the hive through a link or `..` is refused, as everywhere in a hive. Hashes are
+cached by (size, mtime, ctime, inode): checking before each cycle costs a `stat` per
+file (ctime too: a file written in place with its old mtime put back is hashed again).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import stat
 import threading
@@ -116,7 +117,8 @@ def search_path(spec: McpServerSpec, environ: Mapping[str, str]) -> str | None:
 
 def _named_paths(spec: McpServerSpec, base: str) -> Iterator[str]:
     """Every name in the command line that could be a file: the program the command
-    runs, each argument, the path of `--opt=path`, the file of `-m module`."""
+    runs, each argument (each word of one with spaces), the path of `--opt=path`, the
+    file of `-m module`."""
     if spec.command is not None:
         found = program(spec.command, base, search_path(spec, os.environ))
         if found is not None:
@@ -131,9 +133,18 @@ def _named_paths(spec: McpServerSpec, base: str) -> Iterator[str]:
             yield f"{module}/__main__.py"
             yield f"{module}/__init__.py"
         module_next = arg == "-m"
-        yield arg
-        if arg.startswith("-") and "=" in arg:
-            yield arg.partition("=")[2]
+        # A command line in one argument (`sh -c "python3 tools/x.py"`): each word.
+        for word in _words(arg) if any(c.isspace() for c in arg) else [arg]:
+            yield word
+            if word.startswith("-") and "=" in word:
+                yield word.partition("=")[2]
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:  # an unclosed quote
+        return text.split()
 
 
 def _inside(path: str, root: str) -> bool:

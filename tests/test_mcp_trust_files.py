@@ -55,8 +55,9 @@ def warnings(hive: Hive) -> list[str]:
     return list(agent["warnings"])
 
 
-@pytest.mark.parametrize("arg", ["tools/notes.py", "./tools/notes.py", "-m, tools.notes"],
-                         ids=["path", "dot-path", "python-m"])
+@pytest.mark.parametrize("arg", ["tools/notes.py", "./tools/notes.py", "-m, tools.notes",
+                                 "--script=tools/notes.py", "-c, 'python3 tools/notes.py'"],
+                         ids=["path", "dot-path", "python-m", "option", "words"])
 def test_a_script_changed_after_trust_needs_trusting_again(hive: Hive, arg: str) -> None:
     script = with_script(hive, arg)
     assert cli("trust", str(hive.root)).exit_code == 0
