@@ -5,6 +5,7 @@ changes all the time each end as one line in status, the agent keeping the rest.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,10 +14,10 @@ import mcp_types as types
 import pytest
 
 from hivemind.mcp import connection
-from hivemind.mcp.api import ServerStatus
+from hivemind.mcp.api import McpTool, ServerStatus
 from hivemind.mcp.pool import McpPool
 from hivemind.mcp.results import to_result
-from hivemind.mcp.vetting import MAX_DESCRIPTION, MAX_TOOLS, schema_problem
+from hivemind.mcp.vetting import MAX_DESCRIPTION, MAX_TOOLS, schema_problem, vet_tools
 from hivemind.mcpspec import McpServerSpec
 from tests.helpers import until
 from tests.mcp_helpers import QUICK, SERVERS
@@ -112,3 +113,14 @@ def test_a_schema_nested_too_deep_is_left_out() -> None:
     for _ in range(100):
         schema = {"type": "object", "properties": {"a": schema}}
     assert schema_problem(schema) == "its input schema nests deeper than 64"
+
+
+def test_a_tool_list_too_large_together_keeps_its_first_tools() -> None:
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(40)}}
+    tools = [McpTool("h", f"t{i:03d}", "d" * 2000, schema) for i in range(100)]
+    kept, said = vet_tools(tools)
+    assert 0 < len(kept) < 100 and [t.name for t in kept] == [f"t{i:03d}" for i in
+                                                              range(len(kept))]
+    assert sum(len(t.description) + len(json.dumps(t.input_schema)) for t in kept) <= 100_000
+    assert said == (f"its tools past `t{len(kept):03d}` are left out: together they are "
+                    "over 100000 characters")

@@ -22,6 +22,8 @@ MAX_DESCRIPTION = 2048
 """Characters of a tool's description (Claude Code cuts at as many)."""
 MAX_SCHEMA_CHARS = 16_384
 """A tool's input schema as compact JSON."""
+MAX_LIST_CHARS = 100_000
+"""A server's offered tools together (descriptions and schemas): ~25,000 tokens."""
 MAX_DEPTH = 64
 """Levels of a tool's input schema (what walks it recurses)."""
 _CUT = "… [cut]"
@@ -34,6 +36,7 @@ def vet_tools(tools: Sequence[McpTool]) -> tuple[list[McpTool], str | None]:
     kept: list[McpTool] = []
     refused: list[str] = []
     cut = 0
+    room = MAX_LIST_CHARS
     ordered = sorted(tools, key=lambda t: t.name)
     for tool in ordered[:MAX_TOOLS]:
         why = schema_problem(tool.input_schema)
@@ -42,15 +45,20 @@ def vet_tools(tools: Sequence[McpTool]) -> tuple[list[McpTool], str | None]:
             continue
         if len(tool.description) > MAX_DESCRIPTION:
             cut += 1
-            kept.append(McpTool(tool.server, tool.name,
-                                tool.description[:MAX_DESCRIPTION - len(_CUT)] + _CUT,
-                                tool.input_schema))
-        else:
-            kept.append(tool)
+            tool = McpTool(tool.server, tool.name,  # noqa: PLW2901
+                           tool.description[:MAX_DESCRIPTION - len(_CUT)] + _CUT,
+                           tool.input_schema)
+        room -= len(tool.description) + len(json.dumps(tool.input_schema))
+        if room < 0:
+            break
+        kept.append(tool)
     told = []
     if len(ordered) > MAX_TOOLS:
         told.append(f"it offers {len(ordered)} tools: only the first {MAX_TOOLS} by name "
                     "are offered")
+    if room < 0:
+        told.append(f"its tools past `{ordered[len(kept) + len(refused)].name[:64]}` are "
+                    f"left out: together they are over {MAX_LIST_CHARS} characters")
     if refused:
         shown = ", ".join(refused[:3]) + (f" and {len(refused) - 3} more"
                                           if len(refused) > 3 else "")
