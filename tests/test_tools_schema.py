@@ -144,3 +144,10 @@ def test_a_recursive_definition_stays_a_reference_to_it() -> None:
     children = schema["properties"]["root"]["properties"]["children"]
     assert children["items"] == {"$ref": "#/$defs/Node"}
     assert schema["$defs"] == {"Node": node}
+
+
+def test_a_malformed_branch_or_property_is_passed_on_not_a_crash() -> None:
+    # A server's schema the vetting would refuse must not break compaction first.
+    schema = compact_schema({"type": "object", "properties": {
+        "a": {"anyOf": [5, {"type": "string"}]}, "b": 7}})
+    assert schema["properties"] == {"a": {"anyOf": [5, {"type": "string"}]}, "b": 7}

@@ -71,7 +71,8 @@ def _compact(node: dict[str, Any], defs: dict[str, Any], within: tuple[str, ...]
                         for b in value if b != _NULL]
             if len(branches) == 1 and isinstance(branches[0], dict):
                 out.update(branches[0])
-            elif (merged := _type_list(branches)) is not None:
+            elif all(isinstance(b, dict) for b in branches) and (
+                    merged := _type_list(branches)) is not None:
                 out.update(merged)
             else:
                 out[key] = branches
