@@ -111,7 +111,8 @@ class McpHub:
                                self.services.hive.relative(self.services.hive.rom_path(agent)))
             return
         trusted = await asyncio.to_thread(  # hashes the scripts they run, when changed
-            trusted_servers, self.trusted_as, agent, cfg.mcp, self.services.hive.root)
+            trusted_servers, self.trusted_as, agent, cfg.mcp, self.services.hive.root
+        ) if cfg.mcp else {}
         servers = {name: spec for name, (spec, _) in trusted.items()}
         files = {name: digests for name, (_, digests) in trusted.items()}
         prints = {name: (spec.fingerprint(), sorted(files[name].items()))
