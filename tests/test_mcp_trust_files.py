@@ -91,6 +91,8 @@ def test_a_script_linking_out_of_the_hive_is_refused(hive: Hive, tmp_path: Path)
     shutil.copy(SERVERS / "notes.py", outside)
     script.unlink()
     script.symlink_to(outside)
+    shown = " ".join(cli("trust", str(hive.root), "--show").output.split())
+    assert "(stdio, not trusted)" in shown and "'tools/notes.py' resolves outside" in shown
     done = cli("trust", str(hive.root))
     assert done.exit_code == 0, done.output
     said = " ".join(done.output.split())

@@ -81,7 +81,7 @@ def verdicts(
         was = trusted.get(key)
         if was is None or was != spec.fingerprint():
             state = ServerTrust.UNTRUSTED if was is None else ServerTrust.CHANGED
-            out[name] = Verdict(state, files)
+            out[name] = Verdict(state, files, files.problem or "")
         elif files.problem is not None:
             out[name] = Verdict(ServerTrust.REFUSED, files, files.problem)
         elif changed := files.changed_since(trusted_files.get(key, {})):
