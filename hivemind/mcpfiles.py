@@ -62,7 +62,7 @@ def server_files(spec: McpServerSpec, hive_root: Path) -> ServerFiles:
             real = os.path.realpath(path)
             if not _inside(real, root):
                 if lexical_inside or not os.path.isabs(name):
-                    return ServerFiles(problem=f"{name!r} resolves outside the hive ({real})")
+                    return ServerFiles(problem=f"{name!r} resolves outside the hive ({real!r})")
                 continue  # a file of the user's own system, shown at trust as written
             st = os.stat(real)
             if not stat.S_ISREG(st.st_mode):

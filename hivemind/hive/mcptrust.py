@@ -12,6 +12,7 @@ without it.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -149,11 +150,11 @@ def describe(spec: McpServerSpec) -> str:
     """What runs or is contacted, for `hivemind trust`: the command and its arguments or
     the url; the environment it gets (names only: values may be secrets) and from where."""
     if spec.command is not None:
-        what = " ".join([spec.command, *spec.args])
+        what = " ".join(_word(w) for w in (spec.command, *spec.args))
         if spec.cwd:
-            what += f" (in {spec.cwd}/)"
+            what += f" (in {_shown(spec.cwd)}/)"
     else:
-        what = spec.url or ""
+        what = _shown(spec.url or "")
     env = [_value(k, v) for k, v in sorted(spec.env.items())]
     headers = [_value(k, v) for k, v in sorted(spec.headers.items())]
     return (what + (f"; env: {', '.join(env)}" if env else "")
@@ -175,15 +176,15 @@ def alarms(spec: McpServerSpec, key_vars: Sequence[str]) -> list[str]:
     key (`key_vars`: the variables that hold it), or an environment variable that makes
     its program load other code than the command shows."""
     out = []
-    where = [(f"env {k}", v) for k, v in sorted(spec.env.items())] + [
-        (f"header {k}", v) for k, v in sorted(spec.headers.items())]
+    where = [(f"env {_shown(k)}", v) for k, v in sorted(spec.env.items())] + [
+        (f"header {_shown(k)}", v) for k, v in sorted(spec.headers.items())]
     for place, value in where:
         for var in _VAR.findall(value):
             if var in key_vars:
                 out.append(f"it is given your model provider's key ${{{var}}} ({place}): "
                            "it could spend on your account or leak it; trust it only if "
                            "it must have it")
-    loaders = sorted(k for k in spec.env if k.upper() in LOADERS)
+    loaders = sorted(_shown(k) for k in spec.env if k.upper() in LOADERS)
     if loaders:
         out.append(f"its env sets {', '.join(loaders)}: what the program loads is then "
                    "more than its command shows; read what that names")
@@ -193,4 +194,19 @@ def alarms(spec: McpServerSpec, key_vars: Sequence[str]) -> list[str]:
 def _value(key: str, value: str) -> str:
     """`TOKEN from ${GITHUB_TOKEN}` (a value of the user's environment), or `DIR=notes`."""
     names = _VAR.findall(value)
-    return f"{key} from {', '.join('${' + n + '}' for n in names)}" if names else f"{key}={value}"
+    key = _shown(key)
+    return (f"{key} from {', '.join('${' + n + '}' for n in names)}" if names
+            else f"{key}={_shown(value)}")
+
+
+def _shown(text: str) -> str:
+    """`text` as written, or escaped (`'a\\x1b[8m'`) if it has a character a terminal
+    would act on or hide: the trust must show what runs, not what the hive's escape
+    sequences make of the line."""
+    return text if text.isprintable() else repr(text)
+
+
+def _word(text: str) -> str:
+    """One word of a command line, quoted when it has spaces (it is one argument) and
+    escaped when it has control characters."""
+    return repr(text) if not text.isprintable() else shlex.quote(text)
