@@ -153,6 +153,14 @@ def test_the_runtimes_notices_are_feed_lines_with_a_time(hive: Hive) -> None:
     assert re.fullmatch(r"\d\d:\d\d:\d\d ann is paused: 401", line), line
 
 
+def test_a_notice_quoting_a_hive_shows_its_escape_sequences_harmless(hive: Hive) -> None:
+    out = io.StringIO()
+    with RunFeed(hive, Console(file=out, width=300, force_terminal=True), events=True,
+                 cycles=True):
+        logging.getLogger("hivemind.hive.rom").warning("tools: %s left out", "x\x1b[2Jy")
+    assert "\x1b[2J" not in out.getvalue() and "x\ufffd[2Jy" in out.getvalue()
+
+
 def test_a_scratch_runs_summary_points_at_the_scratch_copy(
     hive: Hive, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -28,6 +28,7 @@ from hivemind.errors import HivemindError
 from hivemind.hive.frontmatter import read_rom, read_task
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.models import Task
+from hivemind.mcp.results import printable
 from hivemind.settings import HiveConfig
 
 LOOK_EVERY = 0.25  # seconds between looks at the board's folders
@@ -146,6 +147,7 @@ class _Notices(logging.Handler):
         except Exception:  # a bad format in a notice is no reason to lose it
             text = str(record.msg)
         style = "red" if record.levelno >= logging.ERROR else "yellow"
+        text = printable(text)  # a hive's name or an MCP server's line: no escape sequence
         if record.exc_info:  # a bug of ours: its traceback, to be reported
             text += "\n" + logging.Formatter().formatException(record.exc_info)
         self.say(Text(text, style))
