@@ -229,6 +229,17 @@ def test_status_shows_what_in_a_valid_rom_is_likely_not_meant(
     assert "'nowhere/*.md' matches no note" in text
 
 
+def test_status_shows_a_roms_escape_sequences_instead_of_obeying_them(
+    cli: typer.Typer, hive_dir: Path
+) -> None:
+    hive = Hive(hive_dir)
+    [agent] = hive.agent_names()
+    rom = hive.rom_path(agent)
+    rom.write_text(rom.read_text().replace("---\n", '---\ntools: [read_file, "a\\e[2Jb"]\n', 1))
+    text = run(cli, "status", str(hive_dir)).output
+    assert "\x1b" not in text and "a\ufffd[2Jb" in text
+
+
 @pytest.mark.parametrize("command", [["init"], ["task", "add"], ["send"], ["status"]], ids=" ".join)
 def test_every_command_explains_itself(cli: typer.Typer, command: list[str]) -> None:
     text = run(cli, *command, "--help").output

@@ -44,6 +44,7 @@ from hivemind.hive.mailbox import BROADCAST, PostOffice
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.trust import ignored_line
+from hivemind.mcp.results import printable
 from hivemind.problems import first_problem
 
 task_app = typer.Typer(
@@ -369,12 +370,11 @@ def print_status(status: HiveStatus, spent: dict[str, AgentSpend] | None = None)
                           highlight=False, soft_wrap=True)
         if a.error:
             kept = f" ({a.name} runs on its last good config meanwhile)" if a.last_good else ""
-            console.print(f"  [red]{escape(a.error)}[/]{escape(kept)}", highlight=False,
-                          soft_wrap=True)
-        for warning in a.warnings:
-            rom = f"agents/{a.name}/ROM.md: "  # the error says its file; so does each warning
-            console.print(f"  [yellow]{escape(rom + warning)}[/]", highlight=False,
-                          soft_wrap=True)
+            console.print(f"  [red]{escape(printable(a.error))}[/]{escape(kept)}",
+                          highlight=False, soft_wrap=True)
+        for warning in a.warnings:  # the error says its file; so does each warning
+            console.print(f"  [yellow]{escape(printable(f'agents/{a.name}/ROM.md: {warning}'))}[/]",
+                          highlight=False, soft_wrap=True)
 
     tasks = Table(title="Tasks", title_justify="left")
     for state in status.tasks:
