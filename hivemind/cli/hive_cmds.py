@@ -44,7 +44,7 @@ from hivemind.hive.mailbox import BROADCAST, PostOffice
 from hivemind.hive.models import Task, TaskPriority
 from hivemind.hive.tasks.board import TaskBoard
 from hivemind.hive.trust import ignored_line
-from hivemind.mcp.results import printable
+from hivemind.printable import printable
 from hivemind.problems import first_problem
 
 task_app = typer.Typer(

@@ -23,7 +23,7 @@ from hivemind.agent.record import (
     RomFixed,
     RomProblem,
 )
-from hivemind.mcp.results import printable
+from hivemind.printable import printable
 
 SAID_CHARS = 200  # of the model's text, on its one line
 ARG_CHARS = 40  # of one argument of a tool call

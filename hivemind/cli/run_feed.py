@@ -28,7 +28,7 @@ from hivemind.errors import HivemindError
 from hivemind.hive.frontmatter import read_rom, read_task
 from hivemind.hive.layout import Hive, is_temp_name
 from hivemind.hive.models import Task
-from hivemind.mcp.results import printable
+from hivemind.printable import printable
 from hivemind.settings import HiveConfig
 
 LOOK_EVERY = 0.25  # seconds between looks at the board's folders

@@ -15,24 +15,12 @@ from typing import Any
 import mcp_types as types
 
 from hivemind.mcp.api import McpResult
+from hivemind.printable import printable
 
 
 def to_result(result: types.CallToolResult, max_chars: int) -> McpResult:
     """`result` as text of at most `max_chars` characters (and the cut note)."""
     return bounded(_pieces(result), max_chars, is_error=bool(result.is_error))
-
-
-_BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_UNPRINTABLE = {c: "\ufffd" for c in [*range(0x20), *range(0x7F, 0xA0), *_BIDI]
-                if c not in (0x09, 0x0A)}
-_UNPRINTABLE_LINE = _UNPRINTABLE | {0x09: " ", 0x0A: " "}
-
-
-def printable(text: str, *, one_line: bool = False) -> str:
-    """`text` with the control characters a terminal acts on (escape sequences, bells,
-    backspaces, bidi overrides) shown as U+FFFD: what a server says reaches the console,
-    `status` and `log`. Tabs and newlines are kept, unless `one_line`."""
-    return text.translate(_UNPRINTABLE_LINE if one_line else _UNPRINTABLE)
 
 
 def bounded(pieces: Iterator[str], max_chars: int, *, is_error: bool = False) -> McpResult:

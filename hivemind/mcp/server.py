@@ -31,10 +31,11 @@ from hivemind.mcp.launch import (
     stdio_parameters,
 )
 from hivemind.mcp.names import safe_names
-from hivemind.mcp.results import bounded, printable, to_result
+from hivemind.mcp.results import bounded, to_result
 from hivemind.mcp.serverlog import ServerLog
 from hivemind.mcp.vetting import vet_tools
 from hivemind.mcpspec import McpServerSpec
+from hivemind.printable import printable
 
 logger = logging.getLogger(__name__)
 ERROR_CHARS = 2_000  # an error of ours quoting the server is cut past this

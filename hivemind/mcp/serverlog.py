@@ -23,7 +23,7 @@ from typing import IO
 
 from hivemind.clock import utcnow
 from hivemind.mcp.leash import EXIT_MARK, PID_MARK
-from hivemind.mcp.results import printable
+from hivemind.printable import printable
 
 MAX_LOG_BYTES = 1_000_000
 TAIL_LINES = 20
