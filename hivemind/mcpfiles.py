@@ -4,7 +4,9 @@ A stdio server is often a script inside the hive (`args: [tools/notes_server.py]
 `git pull` could change it after the user trusted the ROM's block. So the trust records
 the sha256 of each regular file in the hive that the server's `command` or `args` name
 (an argument `--opt=path`, `-m package.module` and the words of `sh -c "…"` too,
-resolved from its `cwd`), and a changed file needs trusting again. A name that resolves
+resolved from its `cwd`), with the Python or JavaScript files beside such a script
+(it imports them before the standard library's), and a changed, new or removed file
+needs trusting again. A name that resolves
 outside the hive through a link or `..` is refused, as everywhere in a hive. Hashes are
 cached by (size, mtime, ctime, inode): checking before each cycle costs a `stat` per
 file (ctime too: a file written in place with its old mtime put back is hashed again).
@@ -27,6 +29,9 @@ from hivemind.mcpspec import McpServerSpec, expand
 MAX_BYTES = 64 * 1024 * 1024
 """A file the trust would have to hash that is larger than this is refused."""
 _MAX_NAME = 4096
+MAX_BESIDE = 500
+"""Entries of a script's folder looked at for what it would import from there."""
+_FAMILIES: tuple[tuple[str, ...], ...] = ((".py",), (".js", ".mjs", ".cjs", ".ts"))
 _cache: dict[str, tuple[tuple[int, ...], str]] = {}
 _cache_lock = threading.Lock()
 
@@ -56,28 +61,64 @@ def server_files(spec: McpServerSpec, hive_root: Path) -> ServerFiles:
     if not _inside(os.path.realpath(base), root):
         return ServerFiles(problem=f"cwd {spec.cwd!r} resolves outside the hive")
     digests: dict[str, str] = {}
-    for name in _named_paths(spec, base):
-        path = os.path.join(base, name)
-        try:
-            lexical_inside = _inside(os.path.normpath(path), root)
-            if not os.path.lexists(path):
-                continue
-            real = os.path.realpath(path)
-            if not _inside(real, root):
-                if lexical_inside or not os.path.isabs(name):
-                    return ServerFiles(problem=f"{name!r} resolves outside the hive ({real!r})")
-                continue  # a file of the user's own system, shown at trust as written
-            st = os.stat(real)
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            if st.st_size > MAX_BYTES:
-                return ServerFiles(problem=f"{name!r} is too large to trust "
-                                           f"({st.st_size // (1024 * 1024)} MB)")
-            digests[Path(os.path.relpath(real, root)).as_posix()] = _digest(real, st)
-        except (OSError, ValueError) as exc:
-            return ServerFiles(problem=f"{name!r} cannot be read: "
-                                       f"{getattr(exc, 'strerror', None) or exc}")
+    try:
+        for name in _named_paths(spec, base):
+            _take(name, os.path.join(base, name), root, digests)
+        for rel in list(digests):  # what a script imports from beside it, first
+            for name in _beside(os.path.join(root, rel)):
+                _take(name, name, root, digests)
+    except _Refused as refused:
+        return ServerFiles(problem=str(refused))
     return ServerFiles(digests)
+
+
+class _Refused(Exception):
+    """A name the server runs that the trust cannot cover (str: why, one line)."""
+
+
+def _take(name: str, path: str, root: str, digests: dict[str, str]) -> None:
+    """Hash the file `path` (`name` as the ROM says it) into `digests` if it is one of
+    the hive's; _Refused if it leads out of the hive or cannot be hashed."""
+    try:
+        lexical_inside = _inside(os.path.normpath(path), root)
+        if not os.path.lexists(path):
+            return
+        real = os.path.realpath(path)
+        if not _inside(real, root):
+            if lexical_inside or not os.path.isabs(name):
+                raise _Refused(f"{name!r} resolves outside the hive ({real!r})")
+            return  # a file of the user's own system, shown at trust as written
+        st = os.stat(real)
+        if not stat.S_ISREG(st.st_mode):
+            return
+        if st.st_size > MAX_BYTES:
+            raise _Refused(f"{name!r} is too large to trust ({st.st_size // (1024 * 1024)} MB)")
+        digests[Path(os.path.relpath(real, root)).as_posix()] = _digest(real, st)
+    except (OSError, ValueError) as exc:
+        raise _Refused(f"{name!r} cannot be read: "
+                       f"{getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _beside(script: str) -> list[str]:
+    """The files beside a Python or JavaScript script that it would import before any
+    other of that name: a `json.py` dropped beside `server.py` shadows the standard
+    library's (Python puts the script's folder first). Not what sits deeper down."""
+    family = next((f for f in _FAMILIES if script.endswith(f)), None)
+    if family is None:
+        return []
+    folder = os.path.dirname(script)
+    try:
+        names = sorted(os.listdir(folder))[:MAX_BESIDE]
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        path = os.path.join(folder, name)
+        if name.endswith(family):
+            out.append(path)
+        elif family == _FAMILIES[0] and os.path.isdir(path):
+            out.append(os.path.join(path, "__init__.py"))  # a package of that name
+    return out
 
 
 def look_unchanged(hive_root: Path, digests: Mapping[str, str]) -> bool:

