@@ -217,7 +217,7 @@ class ManagedServer:
                 if self._conn is not None:
                     self.restarts += 1
                 self._wake.clear()
-                launch = self._launch()
+                launch = await self._launch()
                 if launch is None:
                     return
                 conn = Connection(self.name, launch, self.log, on_tools=self._offered)
@@ -254,7 +254,7 @@ class ManagedServer:
             if self._stopping:
                 self._set(ServerStatus.STOPPED)
 
-    def _launch(self) -> StdioServerParameters | HttpTarget | None:
+    async def _launch(self) -> StdioServerParameters | HttpTarget | None:
         """How to start or reach it now; None (and failed) if the ROM's settings cannot
         work."""
         try:
@@ -263,8 +263,9 @@ class ManagedServer:
                 launch = http_target(self.spec, self.environ)
                 self.log.note(f"connecting to {launch.url}")
             else:
-                if self.files is not None:
-                    check_files(self.spec, self.hive_root, self.files)
+                if self.files is not None:  # hashed off the loop: a script may be large
+                    await asyncio.to_thread(check_files, self.spec, self.hive_root,
+                                            self.files)
                 launch = stdio_parameters(self.spec, self.hive_root, self.environ)
                 self.log.note(f"starting {self.spec.command} {' '.join(self.spec.args)}")
         except LaunchProblem as e:
