@@ -124,3 +124,9 @@ def test_a_tool_list_too_large_together_keeps_its_first_tools() -> None:
     assert sum(len(t.description) + len(json.dumps(t.input_schema)) for t in kept) <= 100_000
     assert said == (f"its tools past `t{len(kept):03d}` are left out: together they are "
                     "over 100000 characters")
+
+
+def test_a_result_with_windows_line_ends_keeps_them() -> None:
+    said = to_result(types.CallToolResult(content=[types.TextContent(
+        type="text", text="one\r\ntwo\r\n")]), 100)
+    assert said.text == "one\r\ntwo\r\n"
