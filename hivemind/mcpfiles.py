@@ -33,6 +33,7 @@ MAX_BESIDE = 500
 """Entries of a script's folder looked at for what it would import from there."""
 _FAMILIES: tuple[tuple[str, ...], ...] = ((".py",), (".js", ".mjs", ".cjs", ".ts"))
 _cache: dict[str, tuple[tuple[int, ...], str]] = {}
+_folders: dict[str, tuple[int, ...]] = {}  # a script's folder → its stat when listed
 _cache_lock = threading.Lock()
 
 
@@ -108,9 +109,12 @@ def _beside(script: str) -> list[str]:
         return []
     folder = os.path.dirname(script)
     try:
+        seen = _stat_key(os.stat(folder))  # before the listing: a later entry changes it
         names = sorted(os.listdir(folder))[:MAX_BESIDE]
     except OSError:
         return []
+    with _cache_lock:
+        _folders[folder] = seen
     out = []
     for name in names:
         path = os.path.join(folder, name)
@@ -127,6 +131,14 @@ def look_unchanged(hive_root: Path, digests: Mapping[str, str]) -> bool:
     root = os.path.realpath(hive_root)
     for rel, digest in digests.items():
         path = os.path.join(root, rel)
+        folder = os.path.dirname(path)
+        with _cache_lock:
+            listed = _folders.get(folder)
+        try:  # a module dropped beside a script: its folder changed
+            if listed is not None and _stat_key(os.stat(folder)) != listed:
+                return False
+        except OSError:
+            return False
         try:
             st = os.stat(path, follow_symlinks=False)
         except OSError:

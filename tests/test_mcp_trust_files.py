@@ -124,8 +124,10 @@ def test_a_pool_refuses_to_start_a_script_other_than_the_trusted_one(hive: Hive)
     asyncio.run(main())
 
 
-def test_a_running_server_whose_script_changes_stops_until_trusted(hive: Hive) -> None:
-    script = with_script(hive)
+@pytest.mark.parametrize("changed", ["notes.py", "helper.py"], ids=["edited", "dropped-beside"])
+def test_a_running_server_whose_script_changes_stops_until_trusted(
+        hive: Hive, changed: str) -> None:
+    with_script(hive)
     assert cli("trust", str(hive.root)).exit_code == 0
 
     def ready() -> list[int]:
@@ -137,10 +139,10 @@ def test_a_running_server_whose_script_changes_stops_until_trusted(hive: Hive) -
         try:
             await until(lambda: bool(ready()), "the trusted server is ready", timeout=60)
             [first] = ready()
-            with script.open("a") as f:
+            with (hive.root / "tools" / changed).open("a") as f:
                 f.write("\n# pulled\n")
             await until(lambda: not alive(first), "the changed server stops", timeout=60)
-            assert any("tools/notes.py changed since you trusted it" in w
+            assert any(f"tools/{changed} changed since you trusted it" in w
                        for w in daemon.services.roms.warnings("a"))
             assert cli("trust", str(hive.root)).exit_code == 0
             await until(lambda: bool(ready()), "trusted again, it starts", timeout=60)
