@@ -253,3 +253,14 @@ def test_a_module_dropped_beside_the_script_is_caught(hive: Hive, shadow: str) -
     assert f"tools/{shadow} changed since you trusted it" in warning
     assert cli("trust", str(hive.root)).exit_code == 0
     assert states(hive) == {"notes": ServerTrust.TRUSTED}
+
+
+def test_trust_json_lists_the_files_hashed_and_which_changed(hive: Hive) -> None:
+    script = with_script(hive)
+    assert cli("trust", str(hive.root)).exit_code == 0
+    script.write_text("# another server\n")
+    [server] = json.loads(cli("trust", str(hive.root), "--show", "--json").output)["mcp"]
+    assert server["state"] == "file_changed"
+    assert list(server["files"]) == ["tools/notes.py"]
+    assert len(server["files"]["tools/notes.py"]) == 64  # its sha256, as it is now
+    assert server["problem"] == "tools/notes.py changed since you trusted it"

@@ -233,12 +233,13 @@ def _facts(hive: Hive, raw: bytes | None, config: HiveConfig | None,
         "provider": {k: getattr(config.provider, k) for k in set_keys(config.provider)}
         if config is not None else {},
         "mcp": [
-            {"agent": agent, "server": name, "state": state.name.lower(),
+            {"agent": agent, "server": name, "state": v.state.name.lower(),
              "transport": spec.transport, "fingerprint": spec.fingerprint(),
-             "runs": mcptrust.describe(spec),
+             "runs": mcptrust.describe(spec), "files": v.files.digests,
+             "problem": v.why or None,
              "warnings": mcptrust.alarms(spec, _key_vars(config))}
             for agent, cfg in sorted(configs.items())
-            for name, state in mcptrust.server_trust(hive, agent, cfg.mcp).items()
+            for name, v in mcptrust.verdicts(hive, agent, cfg.mcp).items()
             if (spec := cfg.mcp[name]) is not None
         ],
     }
