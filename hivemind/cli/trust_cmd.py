@@ -77,11 +77,13 @@ def trust_command(
     secrets as the key (api_key_env = "GITHUB_TOKEN"); a ROM's `mcp:` block names
     programs to run and addresses to contact. So hivemind ignores those settings,
     starts no MCP server, and says so, until you have read them and trusted them here
-    (this command lists each server: its command or url, and its environment).
+    (this command lists each server: its command or url, its environment, and the
+    hive's own files it runs, such as tools/server.py, whose bytes are recorded).
 
     The trust is recorded in your config folder ($XDG_CONFIG_HOME/hivemind, else
     ~/.config/hivemind), never in the hive, for exactly what it is now: any change to
-    hive.toml, or to a server (a new one too), must be trusted again. Whatever the file
+    hive.toml, or to a server (a new one too, or a script it runs), must be trusted
+    again. Whatever the file
     says, $ANTHROPIC_BASE_URL, when set, wins.
     """
     if show and revoke_it:
