@@ -99,15 +99,8 @@ def atomic_write_steps(
     The new file keeps the permission bits of the one it replaces: found by an lstat
     (`KEEP_MODE`), or given by a caller that has just stat'ed `path` (an int; None
     when nothing is there, which spends no syscall on the mode)."""
-    if mode == KEEP_MODE:
-        mode = _regular_file_mode(path)
-    tmp = write_temp(path.parent, path.name, text.encode("utf-8"), fsync=False)
+    tmp = _staged(path, text, _regular_file_mode(path) if mode == KEEP_MODE else mode)
     try:
-        if isinstance(mode, int):
-            # Before the rename: no reader sees the new file without it. The permission
-            # bits only: setuid and setgid, which an ordinary write clears, never outlive
-            # a rewrite here (nor the sticky bit).
-            os.chmod(tmp, mode & 0o777)
         if fsync:
             yield [tmp]
         os.replace(tmp, path)
@@ -116,16 +109,29 @@ def atomic_write_steps(
         raise
 
 
+def _staged(path: Path, text: str, mode: int | None) -> Path:
+    """`text` in a temp file beside `path`, with `mode`'s permission bits (None: the
+    default mode), ready to take its place."""
+    tmp = write_temp(path.parent, path.name, text.encode("utf-8"), fsync=False)
+    if isinstance(mode, int):
+        try:
+            # Before the rename: no reader sees the new file without it. The permission
+            # bits only: setuid and setgid, which an ordinary write clears, never outlive
+            # a rewrite here (nor the sticky bit).
+            os.chmod(tmp, mode & 0o777)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    return tmp
+
+
 def rewrite_steps(path: Path, text: str, *, fsync: bool = True) -> Steps[bool]:
     """`atomic_write_steps` of a file that another process may move away meanwhile:
     the new text takes the place of the file only if it is still there (False, and
     nothing written, if it was moved first). Where files cannot be swapped in one
     step, the check and the replace are two (a moment apart)."""
-    mode = _regular_file_mode(path)
-    tmp = write_temp(path.parent, path.name, text.encode("utf-8"), fsync=False)
+    tmp = _staged(path, text, _regular_file_mode(path))
     try:
-        if isinstance(mode, int):
-            os.chmod(tmp, mode & 0o777)
         if fsync:
             yield [tmp]
         swapped = exchange(tmp, path)
